@@ -1,0 +1,176 @@
+"""Loading kernelindex documents into DuckDB: ``connect``, ``load``, ``runs``.
+
+One call of :func:`load` is one transaction: it lands whole or not at all.  Inputs
+stream through in bounded batches (see :mod:`kiana.load.sources`); each batch is
+checked in SQL (:mod:`kiana.load.validate`) and written without duplicates
+(:mod:`kiana.load.store`).  Bad documents become ``rejects`` rows and never stop
+the load; only unreadable paths (a missing file) raise before anything is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from kiana import __version__
+from kiana.errors import DatabaseError
+from kiana.load.schema import ensure_schema
+from kiana.load.sources import batches, expand
+from kiana.load.store import BatchCounts, write_batch
+
+__all__ = ["LoadSummary", "connect", "load", "runs"]
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class LoadSummary:
+    """What one load did.  ``read = loaded + already_present + rejected``."""
+
+    load_id: int
+    read: int
+    loaded: int
+    already_present: int
+    rejected: int
+    warned: int
+    files: int
+    seconds: float
+    first_rejects: tuple[tuple[str, str | None, str], ...] = field(default=())
+
+
+def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (or create) a kiana database; ``None`` is an in-memory database."""
+    target = ":memory:" if db is None else os.fspath(db)
+    try:
+        con = duckdb.connect(target, read_only=read_only and db is not None)
+    except duckdb.IOException as exc:
+        text = str(exc)
+        if "lock" in text.lower():
+            raise DatabaseError(
+                f"{target}: the database is in use by another process",
+                hint="wait for the other kiana command to finish, or use another --db file",
+            ) from exc
+        raise DatabaseError(
+            f"{target}: cannot open the database ({text})",
+            hint="check the path, its permissions and the free disk space",
+        ) from exc
+    except duckdb.Error as exc:
+        raise DatabaseError(
+            f"{target}: not a usable DuckDB database ({exc})", hint="give a new --db file name"
+        ) from exc
+    con.execute("SET preserve_insertion_order = false")
+    if not read_only:
+        ensure_schema(con)
+    return con
+
+
+Progress = Callable[[int, int], None]
+
+
+def _terminal_progress(total_files: int) -> Progress | None:
+    if not sys.stderr.isatty():
+        return None
+    started = time.monotonic()
+
+    def show(files_done: int, documents: int) -> None:
+        if time.monotonic() - started < 1.0:
+            return
+        width = 30
+        filled = width * files_done // max(total_files, 1)
+        sys.stderr.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {files_done}/{total_files} files, "
+            f"{documents:,} documents"
+        )
+        sys.stderr.flush()
+
+    return show
+
+
+def load(
+    con: duckdb.DuckDBPyConnection,
+    paths: Sequence[PathLike],
+    *,
+    progress: bool | Progress = False,
+) -> LoadSummary:
+    """Load every document under ``paths`` (files, folders, globs) in one transaction."""
+    started = time.monotonic()
+    files = expand(paths)
+    report: Progress | None
+    report = _terminal_progress(len(files)) if progress is True else (progress or None)
+    total = BatchCounts()
+    con.execute("BEGIN TRANSACTION")
+    try:
+        (load_id,) = con.execute("SELECT nextval('load_ids')").fetchall()[0]
+        begun = datetime.now(UTC).replace(tzinfo=None)
+        done_files: set[str] = set()
+        for batch in batches(files):
+            counts = write_batch(con, batch, load_id)
+            for name in ("read", "loaded", "already_present", "rejected", "warned"):
+                setattr(total, name, getattr(total, name) + getattr(counts, name))
+            if report:
+                done_files.update(batch.source)
+                report(len(done_files), total.read)
+        con.execute(
+            "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                load_id,
+                begun,
+                datetime.now(UTC).replace(tzinfo=None),
+                __version__,
+                [os.fspath(p) for p in paths],
+                total.read,
+                total.loaded,
+                total.already_present,
+                total.rejected,
+                total.warned,
+            ],
+        )
+        first = con.execute(
+            "SELECT source, json_path, reason FROM rejects WHERE load_id = ? LIMIT 10", [load_id]
+        ).fetchall()
+        con.execute("COMMIT")
+    except BaseException as exc:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        if isinstance(exc, duckdb.IOException | duckdb.OutOfMemoryException):
+            raise DatabaseError(
+                f"the load was rolled back: {exc}",
+                hint="free disk space or memory and load again; nothing was written",
+            ) from exc
+        raise
+    finally:
+        if report and sys.stderr.isatty():
+            sys.stderr.write("\r\033[K")
+    return LoadSummary(
+        load_id=int(load_id),
+        read=total.read,
+        loaded=total.loaded,
+        already_present=total.already_present,
+        rejected=total.rejected,
+        warned=total.warned,
+        files=len(files),
+        seconds=time.monotonic() - started,
+        first_rejects=tuple((str(s), p, str(r)) for s, p, r in first),
+    )
+
+
+def runs(con: duckdb.DuckDBPyConnection, where: str | None = None) -> pl.DataFrame:
+    """The ``runs`` table as a polars DataFrame (optionally filtered by a SQL condition)."""
+    query = "SELECT * FROM runs" + (f" WHERE {where}" if where else "")
+    frame: pl.DataFrame = con.sql(
+        query + " ORDER BY partition_id, provider, observed_at, run_id"
+    ).pl()
+    return frame
+
+
+def database_path(db: PathLike | None) -> Path | None:
+    return None if db is None else Path(db)

@@ -1,0 +1,104 @@
+"""The DuckDB tables kiana keeps.  One definition, used by the loader and by tests.
+
+``runs``          one row per loaded document (a run); the columns every later stage uses.
+``measurements``  long form of every number in a run: the ``measurements[]`` array,
+                  the timing median, and the harness's ``sourceNative.metrics``.
+``labels``        every ``run.metadata.labels`` entry.
+``protocols``     one row per protocol digest.
+``environments``  one row per environment digest.
+``rejects``       one row per input that could not be loaded, with the JSON path and why.
+``warnings``      data-quality notes on runs that were loaded (zero spread, ...).
+``loads``         one row per ``kiana load``: when, what, and the counts.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+SCHEMA_VERSION = 1
+
+RUN_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "VARCHAR PRIMARY KEY"),  # sha256 of the document's minified JSON
+    ("partition_id", "VARCHAR NOT NULL"),  # see kiana.group.partition_id
+    ("family", "VARCHAR NOT NULL"),
+    ("kernel", "VARCHAR NOT NULL"),
+    ("pass", "VARCHAR NOT NULL"),
+    ("provider", "VARCHAR NOT NULL"),
+    ("workload", "VARCHAR NOT NULL"),  # the workload slug, e.g. hidden4096-rows4096-fp32
+    ("gpu", "VARCHAR NOT NULL"),  # vendor + product + form factor, e.g. NVIDIA H100 80GB HBM3
+    ("vendor", "VARCHAR NOT NULL"),
+    ("product", "VARCHAR NOT NULL"),
+    ("form_factor", "VARCHAR"),
+    ("architecture", "VARCHAR"),
+    ("liger_version", "VARCHAR NOT NULL"),
+    ("observed_at", "TIMESTAMP NOT NULL"),  # UTC
+    ("status", "VARCHAR NOT NULL"),
+    ("metric", "VARCHAR NOT NULL"),  # latency | memory
+    ("unit", "VARCHAR NOT NULL"),  # ns | MB
+    ("median", "DOUBLE"),  # in `unit`; NULL only when status is not passed
+    ("p20", "DOUBLE"),
+    ("p80", "DOUBLE"),
+    ("median_ns", "BIGINT"),  # latency only
+    ("p20_ns", "BIGINT"),
+    ("p80_ns", "BIGINT"),
+    ("protocol_digest", "VARCHAR NOT NULL"),
+    ("workload_digest", "VARCHAR NOT NULL"),
+    ("environment_digest", "VARCHAR NOT NULL"),
+    ("implementation_digest", "VARCHAR NOT NULL"),
+    ("benchmark", "VARCHAR NOT NULL"),
+    ("external_id", "VARCHAR NOT NULL"),
+    ("name", "VARCHAR"),
+    ("title", "VARCHAR"),
+    ("source", "VARCHAR NOT NULL"),  # file, and ':line' for JSONL or '[i]' for arrays
+    ("load_id", "INTEGER NOT NULL"),
+)
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS kiana_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE SEQUENCE IF NOT EXISTS load_ids START 1;
+CREATE TABLE IF NOT EXISTS loads (
+    load_id INTEGER PRIMARY KEY, started_at TIMESTAMP, finished_at TIMESTAMP,
+    kiana_version VARCHAR, inputs VARCHAR[], read BIGINT, loaded BIGINT,
+    already_present BIGINT, rejected BIGINT, warned BIGINT
+);
+CREATE TABLE IF NOT EXISTS runs ({", ".join(f'"{n}" {t}' for n, t in RUN_COLUMNS)});
+CREATE TABLE IF NOT EXISTS measurements (
+    run_id VARCHAR NOT NULL, origin VARCHAR NOT NULL, metric VARCHAR, statistic VARCHAR,
+    value DOUBLE, unit VARCHAR
+);
+CREATE TABLE IF NOT EXISTS labels (run_id VARCHAR NOT NULL, key VARCHAR NOT NULL, value VARCHAR);
+CREATE TABLE IF NOT EXISTS protocols (
+    digest VARCHAR PRIMARY KEY, name VARCHAR, title VARCHAR, family VARCHAR, notes VARCHAR,
+    timer VARCHAR, primary_statistic VARCHAR, harness_name VARCHAR,
+    harness_repository VARCHAR, content JSON, first_source VARCHAR
+);
+CREATE TABLE IF NOT EXISTS environments (
+    digest VARCHAR PRIMARY KEY, name VARCHAR, title VARCHAR, vendor VARCHAR, product VARCHAR,
+    form_factor VARCHAR, architecture VARCHAR, gpu VARCHAR, software JSON, content JSON,
+    first_source VARCHAR
+);
+CREATE TABLE IF NOT EXISTS rejects (
+    load_id INTEGER NOT NULL, source VARCHAR NOT NULL, json_path VARCHAR,
+    reason VARCHAR NOT NULL, excerpt VARCHAR
+);
+CREATE TABLE IF NOT EXISTS warnings (
+    load_id INTEGER NOT NULL, run_id VARCHAR NOT NULL, source VARCHAR, json_path VARCHAR,
+    kind VARCHAR NOT NULL, message VARCHAR NOT NULL
+);
+"""
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the tables if they are missing; refuse a database of another schema."""
+    from kiana.errors import DatabaseError
+
+    con.execute(DDL)
+    rows = con.execute("SELECT value FROM kiana_meta WHERE key = 'schema_version'").fetchall()
+    row = rows[0] if rows else None
+    if row is None:
+        con.execute("INSERT INTO kiana_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    elif row[0] != str(SCHEMA_VERSION):
+        raise DatabaseError(
+            f"this database has kiana schema version {row[0]}, this kiana writes {SCHEMA_VERSION}",
+            hint="load the documents into a new database file (--db NEW.duckdb)",
+        )

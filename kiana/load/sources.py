@@ -1,0 +1,228 @@
+"""Where documents come from: paths, folders and globs -> files -> raw records.
+
+A *record* is one candidate document as text, with where it came from: a whole
+``.json`` file (one document or an array of them) or one line of a ``.jsonl`` /
+``.ndjson`` file, any of them optionally gzip-compressed.  Reading problems that
+make a record unusable before any JSON parsing (an empty file, bytes that are not
+UTF-8, a corrupt gzip stream, a document over the size limit) travel with the
+record as ``problem`` and become rows of the ``rejects`` table: nothing is
+dropped silently.
+
+Records are produced in bounded batches, streaming line by line through JSONL
+files, so memory stays flat however large the input is.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import os
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal
+
+from kiana.errors import InputError
+
+Kind = Literal["json", "jsonl"]
+
+#: A single document (a JSONL line, or one .json file) larger than this is rejected.
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+#: A whole .json file (possibly an array of documents) larger than this is rejected:
+#: such corpora should be JSONL, which streams.
+MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
+BATCH_RECORDS = 20_000
+BATCH_BYTES = 48 * 1024 * 1024
+
+_SUFFIXES: dict[str, Kind] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: Path
+    kind: Kind
+    gzipped: bool
+
+
+@dataclass
+class Batch:
+    """Columns of raw records, ready to hand to DuckDB."""
+
+    source: list[str] = field(default_factory=list)
+    line: list[int | None] = field(default_factory=list)
+    text: list[str | None] = field(default_factory=list)
+    problem: list[str | None] = field(default_factory=list)
+    nbytes: int = 0
+
+    def add(self, source: str, line: int | None, text: str | None, problem: str | None) -> None:
+        self.source.append(source)
+        self.line.append(line)
+        self.text.append(text)
+        self.problem.append(problem)
+        self.nbytes += len(text) if text else 0
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+
+def classify(path: Path) -> InputFile | None:
+    """The kind of a file from its name, or None if kiana does not read such files."""
+    name = path.name.lower()
+    gzipped = name.endswith(".gz")
+    if gzipped:
+        name = name[:-3]
+    kind = _SUFFIXES.get(os.path.splitext(name)[1])
+    return InputFile(path, kind, gzipped) if kind else None
+
+
+def expand(paths: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
+    """Files, folders (recursively) and globs -> the input files, each once, in order."""
+    found: list[InputFile] = []
+    seen: set[Path] = set()
+
+    def take(path: Path) -> None:
+        key = path.resolve()
+        if key in seen:
+            return
+        seen.add(key)
+        item = classify(path)
+        if item is None:
+            raise InputError(
+                f"{path}: kiana reads .json, .jsonl and .ndjson files (optionally .gz)",
+                hint="rename the file, or give its folder to load every document file in it",
+            )
+        found.append(item)
+
+    for raw in paths:
+        text = os.fspath(raw)
+        path = Path(text)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and classify(p))
+            for file in files:
+                take(file)
+        elif path.is_file():
+            take(path)
+        elif _GLOB_CHARS & set(text):
+            matches = sorted(glob.glob(text, recursive=True))
+            files = [Path(m) for m in matches if Path(m).is_file() and classify(Path(m))]
+            if not files:
+                raise InputError(
+                    f"{text}: the pattern matches no .json, .jsonl or .ndjson file",
+                    hint="check the pattern; quote it so that kiana, not the shell, expands **",
+                )
+            for file in files:
+                take(file)
+        else:
+            raise InputError(f"{text}: no such file or folder", hint="check the path")
+    return found
+
+
+def _open(item: InputFile) -> IO[bytes]:
+    if item.gzipped:
+        return gzip.open(item.path, "rb")  # type: ignore[return-value]
+    return open(item.path, "rb")
+
+
+def _decode(data: bytes) -> tuple[str | None, str | None]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
+    return text, None
+
+
+def _json_records(
+    item: InputFile, source: str
+) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+    if item.path.stat().st_size > MAX_JSON_FILE_BYTES and not item.gzipped:
+        yield (
+            source,
+            None,
+            None,
+            (
+                f"file is {item.path.stat().st_size >> 20} MiB, over the "
+                f"{MAX_JSON_FILE_BYTES >> 20} MiB limit for a .json file; write large corpora as JSONL"
+            ),
+        )
+        return
+    with _open(item) as handle:
+        data = handle.read(MAX_JSON_FILE_BYTES + 1)
+    if len(data) > MAX_JSON_FILE_BYTES:
+        yield (
+            source,
+            None,
+            None,
+            (
+                f"file is over the {MAX_JSON_FILE_BYTES >> 20} MiB limit for a .json file; "
+                "write large corpora as JSONL"
+            ),
+        )
+        return
+    if not data.strip():
+        yield source, None, None, "empty file: no document in it"
+        return
+    text, problem = _decode(data)
+    yield source, None, text, problem
+
+
+def _jsonl_records(
+    item: InputFile, source: str
+) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+    any_line = False
+    with _open(item) as handle:
+        number = 0
+        while True:
+            raw = handle.readline(MAX_DOCUMENT_BYTES + 1)
+            if not raw:
+                break
+            number += 1
+            if len(raw) > MAX_DOCUMENT_BYTES and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # skip the rest of the oversized line
+                    raw = handle.readline(MAX_DOCUMENT_BYTES)
+                any_line = True
+                yield (
+                    source,
+                    number,
+                    None,
+                    (f"line is over the {MAX_DOCUMENT_BYTES >> 20} MiB limit for one document"),
+                )
+                continue
+            if not raw.strip():
+                continue
+            any_line = True
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            text, problem = _decode(raw)
+            yield source, number, text, problem
+    if not any_line:
+        yield source, None, None, "empty file: no document in it"
+
+
+def _file_records(item: InputFile) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+    source = str(item.path)
+    try:
+        if item.kind == "json":
+            yield from _json_records(item, source)
+        else:
+            yield from _jsonl_records(item, source)
+    except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
+        yield source, None, None, f"corrupt gzip stream ({exc or 'truncated'})"
+    except OSError as exc:
+        raise InputError(
+            f"{source}: cannot read ({exc.strerror or exc})", hint="check the file's permissions"
+        ) from exc
+
+
+def batches(files: Iterable[InputFile]) -> Iterator[Batch]:
+    """Every record of every file, in bounded batches."""
+    batch = Batch()
+    for item in files:
+        for source, line, text, problem in _file_records(item):
+            batch.add(source, line, text, problem)
+            if len(batch) >= BATCH_RECORDS or batch.nbytes >= BATCH_BYTES:
+                yield batch
+                batch = Batch()
+    if len(batch):
+        yield batch

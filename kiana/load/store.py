@@ -1,0 +1,235 @@
+"""Writing one batch of checked documents into the tables, without duplicates.
+
+Called inside the load's single transaction (see :mod:`kiana.load`).  Per batch:
+reject what failed a check or a digest-consistency check, drop what is already
+stored (``run_id`` is the sha256 of the document's minified JSON, so the same
+document under any file name or layout is stored once), insert the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from kiana.load.sources import Batch
+from kiana.load.validate import FLAT_SQL, ITEMS_SQL
+
+PARTITION_VERSION = "v1"
+
+
+@dataclass
+class BatchCounts:
+    read: int = 0
+    loaded: int = 0
+    already_present: int = 0
+    rejected: int = 0
+    warned: int = 0
+
+
+def _json_error(text: str) -> str:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        return "invalid JSON: nested too deeply"
+    return "invalid JSON (kiana's parser refused it; it may use NaN, or a duplicate key)"
+
+
+# Digest consistency: the first content seen behind a digest wins; a document whose
+# protocol/environment content differs from it is rejected.
+_CONFLICTS_SQL = """
+CREATE OR REPLACE TEMP TABLE _conflicts AS
+WITH v AS (
+    SELECT rec, item, source, json_extract_string(d.run.spec.protocolDigest, '$') AS pd,
+           d.protocol AS pc, json_extract_string(d.run.spec.environmentDigest, '$') AS ed,
+           environment_content AS ec
+    FROM _flat WHERE reject_reason IS NULL
+), firstp AS (
+    SELECT pd, arg_min(pc, (rec, item)) AS pc FROM v GROUP BY pd
+), firste AS (
+    SELECT ed, arg_min(ec, (rec, item)) AS ec FROM v GROUP BY ed
+)
+SELECT v.rec, v.item,
+    CASE WHEN p.content IS NOT NULL AND p.content::VARCHAR <> v.pc::VARCHAR
+            THEN '$.run.spec.protocolDigest'
+         WHEN p.content IS NULL AND fp.pc::VARCHAR <> v.pc::VARCHAR THEN '$.run.spec.protocolDigest'
+         WHEN e.content IS NOT NULL AND e.content::VARCHAR <> v.ec::VARCHAR
+            THEN '$.run.spec.environmentDigest'
+         WHEN e.content IS NULL AND fe.ec::VARCHAR <> v.ec::VARCHAR THEN '$.run.spec.environmentDigest'
+    END AS path,
+    CASE WHEN path = '$.run.spec.protocolDigest'
+            THEN 'conflicting content: ' || v.pd || ' already names a different protocol (first seen in '
+                 || coalesce(p.first_source, 'this load') || ')'
+         WHEN path IS NOT NULL
+            THEN 'conflicting content: ' || v.ed || ' already names a different environment (first seen in '
+                 || coalesce(e.first_source, 'this load') || ')'
+    END AS reason
+FROM v
+LEFT JOIN protocols p ON p.digest = v.pd
+LEFT JOIN environments e ON e.digest = v.ed
+JOIN firstp fp ON fp.pd = v.pd
+JOIN firste fe ON fe.ed = v.ed
+"""
+
+_GOOD_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _good AS
+WITH ok AS (
+    SELECT f.*, sha256(f.doc::VARCHAR) AS run_id
+    FROM _flat f ANTI JOIN (SELECT rec, item FROM _conflicts WHERE path IS NOT NULL) c
+        USING (rec, item)
+    WHERE f.reject_reason IS NULL
+), firsts AS (
+    SELECT * FROM ok QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY rec, item) = 1
+)
+SELECT x.*,
+    json_extract_string(x.env.spec.hardware.vendor, '$') AS vendor,
+    json_extract_string(x.env.spec.hardware.product, '$') AS product,
+    json_extract_string(x.env.spec.hardware.formFactor, '$') AS form_factor,
+    json_extract_string(x.env.spec.hardware.architecture, '$') AS architecture,
+    CASE WHEN starts_with(lower(product), lower(vendor)) THEN product
+         ELSE vendor || ' ' || product END
+        || CASE WHEN coalesce(form_factor, '') <> '' THEN ' ' || form_factor ELSE '' END AS gpu,
+    left(sha256(concat_ws(chr(31), '{PARTITION_VERSION}', family, bench_parts[1], bench_parts[2],
+        id_parts[5], gpu)), 16) AS partition_id
+FROM firsts x ANTI JOIN runs r USING (run_id)
+"""
+
+_INSERT_RUNS_SQL = """
+INSERT INTO runs BY NAME
+SELECT run_id, partition_id, family, bench_parts[1] AS kernel, bench_parts[2] AS "pass",
+    id_parts[3] AS provider, id_parts[5] AS workload, gpu, vendor, product, form_factor,
+    architecture, liger_version, observed_at, status, metric, unit,
+    median_val AS median, p20, p80,
+    CASE WHEN metric = 'latency' THEN median_val::BIGINT END AS median_ns,
+    CASE WHEN metric = 'latency' THEN round(p20)::BIGINT END AS p20_ns,
+    CASE WHEN metric = 'latency' THEN round(p80)::BIGINT END AS p80_ns,
+    json_extract_string(d.run.spec.protocolDigest, '$') AS protocol_digest,
+    json_extract_string(d.run.spec.workloadDigest, '$') AS workload_digest,
+    json_extract_string(d.run.spec.environmentDigest, '$') AS environment_digest,
+    json_extract_string(d.run.spec.implementationDigest, '$') AS implementation_digest,
+    benchmark, external_id,
+    CASE WHEN left(d.run.metadata.name, 1) = '"' THEN json_extract_string(d.run.metadata.name, '$') END AS name,
+    CASE WHEN left(d.run.metadata.title, 1) = '"' THEN json_extract_string(d.run.metadata.title, '$') END AS title,
+    source, $load_id AS load_id
+FROM _good
+"""
+
+_INSERT_DETAILS_SQL = """
+INSERT INTO measurements
+SELECT run_id, 'measurements', m.metric, m.statistic, m.value, m.unit
+FROM (SELECT run_id, unnest(ms) AS m FROM _good);
+INSERT INTO measurements
+SELECT run_id, 'timing', 'latency', 'median', median_val, 'ns' FROM _good WHERE metric = 'latency'
+    AND median_val IS NOT NULL;
+INSERT INTO measurements
+SELECT run_id, 'sourceNative', k, NULL, try_cast(json_extract(metrics, '$."' || k || '"') AS DOUBLE), NULL
+FROM (SELECT run_id, d.run.spec.sourceNative.metrics AS metrics,
+             unnest(json_keys(d.run.spec.sourceNative.metrics)) AS k
+      FROM _good WHERE json_type(d.run.spec.sourceNative.metrics) = 'OBJECT');
+INSERT INTO labels
+SELECT run_id, k, CASE WHEN json_type(v) = 'VARCHAR' THEN json_extract_string(v, '$') ELSE v::VARCHAR END
+FROM (SELECT run_id, k, json_extract(labels, '$."' || k || '"') AS v
+      FROM (SELECT run_id, d.run.metadata.labels AS labels, unnest(json_keys(d.run.metadata.labels)) AS k
+            FROM _good));
+INSERT INTO protocols
+SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c, '$.metadata.title'),
+    json_extract_string(c, '$.spec.comparability.family'), json_extract_string(c, '$.spec.comparability.notes'),
+    json_extract_string(c, '$.spec.measurement.timer'), json_extract_string(c, '$.spec.measurement.primaryStatistic'),
+    json_extract_string(c, '$.spec.harness.name'), json_extract_string(c, '$.spec.harness.repository'),
+    c, src
+FROM (SELECT json_extract_string(d.run.spec.protocolDigest, '$') AS digest,
+             arg_min(d.protocol, (rec, item)) AS c, arg_min(source, (rec, item)) AS src
+      FROM _good GROUP BY ALL) ANTI JOIN protocols USING (digest);
+INSERT INTO environments
+SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c, '$.metadata.title'),
+    vendor, product, form_factor, architecture, gpu, json_extract(c, '$.spec.software'), c, src
+FROM (SELECT json_extract_string(d.run.spec.environmentDigest, '$') AS digest,
+             arg_min(environment_content, (rec, item)) AS c, arg_min(source, (rec, item)) AS src,
+             arg_min(vendor, (rec, item)) AS vendor, arg_min(product, (rec, item)) AS product,
+             arg_min(form_factor, (rec, item)) AS form_factor,
+             arg_min(architecture, (rec, item)) AS architecture, arg_min(gpu, (rec, item)) AS gpu
+      FROM _good GROUP BY ALL) ANTI JOIN environments USING (digest);
+"""
+
+_WARNINGS_SQL = """
+INSERT INTO warnings
+SELECT $load_id, run_id, source, '$.run.spec.measurements', 'no_spread',
+    'no ' || metric || ' p20/p80 measurement: this run carries no noise information'
+FROM _good WHERE median_val IS NOT NULL AND (p20 IS NULL OR p80 IS NULL)
+UNION ALL
+SELECT $load_id, run_id, source, '$.run.spec.status', 'not_passed',
+    'status ' || status || ': kept, never judged as a timing'
+FROM _good WHERE status <> 'passed'
+UNION ALL
+SELECT $load_id, run_id, source, '$.run.spec.sourceNative.metrics.ms_50', 'native_mismatch',
+    'sourceNative ms_50 (' || ms50 || ' ms) disagrees with the median (' || median_val || ' ns)'
+FROM (SELECT *, try_cast(json_extract(d.run.spec.sourceNative.metrics, '$.ms_50') AS DOUBLE) AS ms50
+      FROM _good)
+WHERE metric = 'latency' AND ms50 IS NOT NULL AND abs(ms50 * 1e6 - median_val) > 1
+"""
+
+
+def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> BatchCounts:
+    """Check, dedupe and insert one batch; returns its counts."""
+    table = pa.table(
+        {
+            "rec": pa.array(range(len(batch)), pa.int64()),
+            "source": pa.array(batch.source, pa.string()),
+            "line": pa.array(batch.line, pa.int64()),
+            "text": pa.array(batch.text, pa.string()),
+            "problem": pa.array(batch.problem, pa.string()),
+        }
+    )
+    con.register("_batch", table)
+    con.execute(ITEMS_SQL)
+    con.unregister("_batch")
+    counts = BatchCounts()
+    bad = con.execute(
+        "SELECT rec, source || CASE WHEN line IS NOT NULL THEN ':' || line ELSE '' END, problem "
+        "FROM _items WHERE problem IS NOT NULL ORDER BY rec"
+    ).fetchall()
+    rows = []
+    for rec, source, problem in bad:
+        text = batch.text[rec]
+        if problem == "invalid JSON" and text is not None:
+            problem = _json_error(text)
+        excerpt = text[:200] if text else None
+        rows.append((load_id, source, None, problem, excerpt))
+    con.execute(FLAT_SQL)
+    con.execute(_CONFLICTS_SQL)
+    con.execute(_GOOD_SQL)
+    (read,) = con.execute("SELECT count(*) FROM _items").fetchall()[0]
+    (good,) = con.execute("SELECT count(*) FROM _good").fetchall()[0]
+    if rows:
+        con.executemany("INSERT INTO rejects VALUES (?, ?, ?, ?, ?)", rows)
+    con.execute(
+        """INSERT INTO rejects
+        SELECT $load_id, source, reject_path, reject_reason, (doc::VARCHAR)[:200] FROM _flat
+        WHERE reject_reason IS NOT NULL
+        UNION ALL
+        SELECT $load_id, f.source, c.path, c.reason, (f.doc::VARCHAR)[:200]
+        FROM _conflicts c JOIN _flat f USING (rec, item) WHERE c.path IS NOT NULL""",
+        {"load_id": load_id},
+    )
+    (flat_rejects,) = con.execute(
+        "SELECT (SELECT count(*) FROM _flat WHERE reject_reason IS NOT NULL)"
+        " + (SELECT count(*) FROM _conflicts WHERE path IS NOT NULL)"
+    ).fetchall()[0]
+    con.execute(_INSERT_RUNS_SQL, {"load_id": load_id})
+    con.execute(_INSERT_DETAILS_SQL)
+    con.execute(_WARNINGS_SQL, {"load_id": load_id})
+    (warned,) = con.execute(
+        "SELECT count(DISTINCT run_id) FROM warnings WHERE load_id = ? "
+        "AND run_id IN (SELECT run_id FROM _good)",
+        [load_id],
+    ).fetchall()[0]
+    counts.read = int(read)
+    counts.loaded = int(good)
+    counts.rejected = len(rows) + int(flat_rejects)
+    counts.already_present = counts.read - counts.loaded - counts.rejected
+    counts.warned = int(warned)
+    return counts

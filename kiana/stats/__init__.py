@@ -1,0 +1,133 @@
+"""Regression statistics: which kernels got slower between Liger releases, how sure we
+are, and whether the kernel or the machine moved.
+
+``judge(runs, options)`` takes the runs table (a polars frame of
+``kiana.load.runs``) and returns a :class:`Judgement` of three frames:
+
+* ``steps``: one row per series and version step, with its verdict
+  (:mod:`kiana.stats.steps`, noise model in :mod:`kiana.stats.noise`, same-run
+  controls in :mod:`kiana.stats.controls`);
+* ``findings``: steps grouped across the workloads of a sweep
+  (:mod:`kiana.stats.sweeps`);
+* ``changepoints``: level shifts in long series (:mod:`kiana.stats.changepoints`).
+
+Every stage is a vectorised polars transform; nothing loops over runs in Python.
+Output never holds NaN: missing numbers are null.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from kiana.stats.changepoints import changepoints as _changepoints
+from kiana.stats.changepoints import empty_changepoints
+from kiana.stats.controls import attach_controls
+from kiana.stats.noise import kernel_floor, version_noise
+from kiana.stats.options import VERDICTS, JudgeOptions, Verdict, is_liger
+from kiana.stats.series import judgeable, points
+from kiana.stats.steps import decide, measure, pair_points
+from kiana.stats.sweeps import findings as _findings
+from kiana.stats.versions import check_baseline, parse_version, version_table
+
+__all__ = [
+    "STEP_COLUMNS",
+    "VERDICTS",
+    "JudgeOptions",
+    "Judgement",
+    "Verdict",
+    "is_liger",
+    "judge",
+    "parse_version",
+    "version_table",
+]
+
+#: The columns of ``Judgement.steps``, in order.
+STEP_COLUMNS: tuple[str, ...] = (
+    "kernel",
+    "pass",
+    "provider",
+    "gpu",
+    "workload",
+    "partition_id",
+    "metric",
+    "from_version",
+    "to_version",
+    "from_median",
+    "to_median",
+    "from_median_ns",
+    "to_median_ns",
+    "from_runs",
+    "to_runs",
+    "change",
+    "verdict",
+    "raw_verdict",
+    "control_provider",
+    "control_change",
+    "adjusted_change",
+    "severity",
+    "adjusted_severity",
+    "noise",
+    "noise_source",
+    "is_liger",
+    "evidence",
+)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What :func:`judge` found."""
+
+    steps: pl.DataFrame
+    findings: pl.DataFrame
+    changepoints: pl.DataFrame
+    versions: pl.DataFrame
+    runs_judged: int
+
+
+def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
+    floats = [n for n, t in frame.schema.items() if t in (pl.Float64, pl.Float32)]
+    if not floats:
+        return frame
+    return frame.with_columns(
+        pl.when(pl.col(c).is_finite()).then(pl.col(c)).otherwise(None).alias(c) for c in floats
+    )
+
+
+def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
+    """Judge every series of ``runs`` (see the module docstring)."""
+    options = options or JudgeOptions()
+    frame = judgeable(runs)
+    versions = version_table(frame)
+    check_baseline(versions, options.baseline)
+    pts = version_noise(points(frame, versions), kernel_floor(frame), options)
+    steps = attach_controls(measure(pair_points(pts, options)), options)
+    steps = decide(steps, options)
+    latency = pl.col("metric") == "latency"
+    steps = (
+        steps.with_columns(
+            pl.when(latency)
+            .then(pl.col("from_median").round(0).cast(pl.Int64, strict=False))
+            .otherwise(None)
+            .alias("from_median_ns"),
+            pl.when(latency)
+            .then(pl.col("to_median").round(0).cast(pl.Int64, strict=False))
+            .otherwise(None)
+            .alias("to_median_ns"),
+            pl.col("from_n_runs").alias("from_runs"),
+            pl.col("to_n_runs").alias("to_runs"),
+        )
+        .sort("kernel", "pass", "gpu", "workload", "provider", "metric", "to_version_rank")
+        .select(STEP_COLUMNS)
+    )
+    steps = _no_nan(steps)
+    found = _no_nan(_findings(steps))
+    cps = _changepoints(pts, options) if options.changepoints else empty_changepoints()
+    return Judgement(
+        steps=steps,
+        findings=found,
+        changepoints=_no_nan(cps),
+        versions=versions,
+        runs_judged=frame.height,
+    )

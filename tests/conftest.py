@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import kiana.load
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = ROOT / "data" / "seeds"
+LAYER_NORM = SEEDS / "layer_norm-backward-huggingface-h100.json"
+CPO = SEEDS / "fused_linear_cpo_loss-full-huggingface-a100.json"
+
+
+@pytest.fixture
+def seed() -> Callable[[], dict[str, Any]]:
+    """A fresh, mutable copy of the layer_norm seed document."""
+    base = json.loads(LAYER_NORM.read_text())
+    return lambda: copy.deepcopy(base)
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = kiana.load.connect(None)
+    yield connection
+    connection.close()
+
+
+def write_json(path: Path, value: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+    return path
+
+
+def write_jsonl(path: Path, values: list[Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(v) + "\n" for v in values))
+    return path

@@ -1,0 +1,76 @@
+"""``kiana load`` and ``kiana partitions`` through a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import SEEDS
+
+
+def kiana(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kiana", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_load_prints_a_summary(tmp_path: Path) -> None:
+    out = kiana("load", str(SEEDS), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "loaded 2, already present 0, rejected 0" in out.stdout
+    assert (tmp_path / "kiana.duckdb").exists()
+
+
+def test_second_load_reports_already_present(tmp_path: Path) -> None:
+    kiana("load", str(SEEDS), cwd=tmp_path)
+    out = kiana("load", str(SEEDS), "--db", "kiana.duckdb", cwd=tmp_path)
+    assert "loaded 0, already present 2" in out.stdout
+
+
+def test_rejects_are_listed_and_do_not_fail(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{nope")
+    out = kiana("load", str(SEEDS), str(tmp_path / "bad.json"), cwd=tmp_path)
+    assert out.returncode == 0
+    assert "rejected 1" in out.stdout and "bad.json" in out.stdout
+
+
+def test_strict_exits_non_zero_on_reject(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{nope")
+    out = kiana("load", "--strict", str(tmp_path / "bad.json"), cwd=tmp_path)
+    assert out.returncode != 0
+    assert "rejected" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    out = kiana("load", "nowhere.json", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "nowhere.json: no such file or folder" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_partitions_json(tmp_path: Path) -> None:
+    kiana("load", str(SEEDS), cwd=tmp_path)
+    out = kiana("partitions", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["partitions"]
+    assert {r["gpu"] for r in rows} == {"NVIDIA H100 80GB HBM3", "NVIDIA A100 SXM4-80GB"}
+
+
+def test_partitions_without_database(tmp_path: Path) -> None:
+    out = kiana("partitions", "--db", "missing.duckdb", cwd=tmp_path)
+    assert out.returncode == 2 and "kiana load" in out.stderr
+
+
+def test_help_does_not_import_heavy_packages() -> None:
+    code = (
+        "import sys, kiana.cli; kiana.cli.build_parser(); "
+        "print(sorted(m for m in ('altair', 'scipy', 'polars', 'duckdb') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

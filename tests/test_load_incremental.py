@@ -1,0 +1,136 @@
+"""Loads are incremental, idempotent and all-or-nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import kiana.load
+import kiana.load.sources
+import kiana.load.store
+from tests.conftest import SEEDS, write_json, write_jsonl
+
+Doc = dict[str, Any]
+
+
+def _versions(seed: Callable[[], Doc], n: int) -> list[Doc]:
+    docs = []
+    for i in range(n):
+        doc = seed()
+        doc["run"]["metadata"]["labels"]["liger_version"] = f"0.{i}.0"
+        docs.append(doc)
+    return docs
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    return int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+
+
+def test_second_load_adds_only_new_documents(
+    tmp_path: Path, con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]
+) -> None:
+    docs = _versions(seed, 3)
+    write_jsonl(tmp_path / "a.jsonl", docs[:2])
+    kiana.load.load(con, [tmp_path / "a.jsonl"])
+    write_jsonl(tmp_path / "b.jsonl", docs)
+    summary = kiana.load.load(con, [tmp_path / "b.jsonl"])
+    assert (summary.read, summary.loaded, summary.already_present) == (3, 1, 2)
+    assert _count(con, "runs") == 3
+
+
+def test_same_document_under_another_name_and_layout_is_stored_once(
+    tmp_path: Path, con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]
+) -> None:
+    doc = seed()
+    (tmp_path / "pretty.json").write_text(json.dumps(doc, indent=4))
+    write_jsonl(tmp_path / "copy.jsonl", [doc])
+    write_json(tmp_path / "array.json", [doc])
+    summary = kiana.load.load(con, [tmp_path])
+    assert (summary.read, summary.loaded, summary.already_present) == (3, 1, 2)
+    assert _count(con, "measurements") == 6 and _count(con, "labels") == 1
+
+
+def test_reloading_changes_nothing(con: duckdb.DuckDBPyConnection) -> None:
+    kiana.load.load(con, [SEEDS])
+    before = {
+        t: _count(con, t) for t in ("runs", "measurements", "labels", "protocols", "environments")
+    }
+    summary = kiana.load.load(con, [SEEDS])
+    assert summary.loaded == 0 and summary.already_present == 2
+    assert before == {t: _count(con, t) for t in before}
+
+
+def test_read_equals_loaded_plus_present_plus_rejected(
+    tmp_path: Path, con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]
+) -> None:
+    docs = _versions(seed, 4)
+    write_jsonl(tmp_path / "x.jsonl", [*docs, docs[0], {"bad": 1}])
+    s = kiana.load.load(con, [tmp_path / "x.jsonl"])
+    assert s.read == s.loaded + s.already_present + s.rejected == 6
+
+
+def test_interrupted_load_leaves_nothing(
+    tmp_path: Path,
+    con: duckdb.DuckDBPyConnection,
+    seed: Callable[[], Doc],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_jsonl(tmp_path / "x.jsonl", _versions(seed, 5))
+    monkeypatch.setattr(kiana.load.sources, "BATCH_RECORDS", 2)
+    calls = {"n": 0}
+    real = kiana.load.store.write_batch
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kiana.load, "write_batch", failing)
+    with pytest.raises(KeyboardInterrupt):
+        kiana.load.load(con, [tmp_path / "x.jsonl"])
+    assert _count(con, "runs") == 0 and _count(con, "loads") == 0
+    monkeypatch.setattr(kiana.load, "write_batch", real)
+    assert kiana.load.load(con, [tmp_path / "x.jsonl"]).loaded == 5
+
+
+def test_file_database_persists_between_connections(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    first = kiana.load.connect(db)
+    kiana.load.load(first, [SEEDS])
+    first.close()
+    second = kiana.load.connect(db)
+    assert _count(second, "runs") == 2
+    second.close()
+
+
+def test_folders_are_read_recursively_and_other_files_ignored(
+    tmp_path: Path, con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]
+) -> None:
+    docs = _versions(seed, 2)
+    write_json(tmp_path / "a" / "b" / "deep.json", docs[0])
+    write_jsonl(tmp_path / "a" / "top.ndjson", [docs[1]])
+    (tmp_path / "a" / "README.md").write_text("not a document")
+    assert kiana.load.load(con, [tmp_path]).loaded == 2
+
+
+def test_globs(tmp_path: Path, con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]) -> None:
+    docs = _versions(seed, 3)
+    for i, doc in enumerate(docs):
+        write_json(tmp_path / "d" / f"run{i}.json", doc)
+    assert kiana.load.load(con, [str(tmp_path / "**" / "run[01].json")]).loaded == 2
+
+
+def test_missing_path_is_an_error_before_anything_is_written(
+    tmp_path: Path, con: duckdb.DuckDBPyConnection
+) -> None:
+    from kiana.errors import InputError
+
+    with pytest.raises(InputError, match="no such file"):
+        kiana.load.load(con, [SEEDS, tmp_path / "nope"])
+    assert _count(con, "runs") == 0
