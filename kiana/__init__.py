@@ -1,5 +1,73 @@
-"""kiana: when did a GPU kernel get slower?  The public API."""
+"""kiana: when did a GPU kernel get slower?  The public API.
+
+    import kiana
+    con = kiana.connect("kiana.duckdb")     # or kiana.connect() in memory
+    kiana.load_paths(con, ["data/"])      # files, folders, globs
+    runs = kiana.runs(con)                  # polars DataFrame
+    kiana.partitions(con)
+    result = kiana.judge(runs)              # .steps, .findings, .changepoints
+
+Names are imported on first use, so ``import kiana`` (and the CLI) start quickly.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    "connect": "kiana.load",
+    "runs": "kiana.load",
+    "load_paths": "kiana.load",
+    "load_documents": "kiana.load",
+    "LoadSummary": "kiana.load",
+    "partitions": "kiana.group",
+    "compare": "kiana.group",
+    "ensure_comparable": "kiana.group",
+    "ensure_one_partition": "kiana.group",
+    "PartitionKey": "kiana.group",
+    "judge": "kiana.stats",
+    "JudgeOptions": "kiana.stats",
+    "KianaError": "kiana.errors",
+    "NotComparableError": "kiana.errors",
+    "InputError": "kiana.errors",
+    "DatabaseError": "kiana.errors",
+    "UsageError": "kiana.errors",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:
+    from kiana.errors import (
+        DatabaseError,
+        InputError,
+        KianaError,
+        NotComparableError,
+        UsageError,
+    )
+    from kiana.group import (
+        PartitionKey,
+        compare,
+        ensure_comparable,
+        ensure_one_partition,
+        partitions,
+    )
+    from kiana.load import LoadSummary, connect, load_documents, runs
+    from kiana.load import load as load_paths
+    from kiana.stats import JudgeOptions, judge
+
+
+#: Public name -> name inside its module, where they differ (``kiana.load`` is the
+#: loader package, so its ``load`` function is ``kiana.load_paths`` here).
+_RENAMED = {"load_paths": "load"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kiana' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value

@@ -134,3 +134,12 @@ def test_missing_path_is_an_error_before_anything_is_written(
     with pytest.raises(InputError, match="no such file"):
         kiana.load.load(con, [SEEDS, tmp_path / "nope"])
     assert _count(con, "runs") == 0
+
+
+def test_documents_in_memory_load_with_numbered_sources(
+    con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]
+) -> None:
+    docs: list[Any] = [*_versions(seed, 2), {"not": "a document"}]
+    summary = kiana.load.load_documents(con, docs, source="importer")
+    assert (summary.loaded, summary.rejected) == (2, 1)
+    assert con.execute("SELECT source FROM rejects").fetchall() == [("importer:3",)]

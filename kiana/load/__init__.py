@@ -10,13 +10,15 @@ the load; only unreadable paths (a missing file) raise before anything is writte
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -24,10 +26,11 @@ import polars as pl
 from kiana import __version__
 from kiana.errors import DatabaseError
 from kiana.load.schema import ensure_schema
-from kiana.load.sources import batches, expand
+from kiana.load import sources
+from kiana.load.sources import Batch, batches, expand
 from kiana.load.store import BatchCounts, write_batch
 
-__all__ = ["LoadSummary", "connect", "load", "runs"]
+__all__ = ["LoadSummary", "connect", "load", "load_documents", "runs"]
 
 PathLike = str | os.PathLike[str]
 
@@ -104,15 +107,55 @@ def load(
     """Load every document under ``paths`` (files, folders, globs) in one transaction."""
     started = time.monotonic()
     files = expand(paths)
-    report: Progress | None
     report = _terminal_progress(len(files)) if progress is True else (progress or None)
+    return _load_batches(
+        con, batches(files), [os.fspath(p) for p in paths], len(files), started, report
+    )
+
+
+def load_documents(
+    con: duckdb.DuckDBPyConnection,
+    documents: Iterable[Any],
+    *,
+    source: str = "<documents>",
+) -> LoadSummary:
+    """Load documents already in memory (dicts), e.g. from an importer, in one
+    transaction; each is named ``source:N`` (N counting from 1) in runs and rejects."""
+    started = time.monotonic()
+
+    def records() -> Iterator[Batch]:
+        batch = Batch()
+        for number, document in enumerate(documents, start=1):
+            try:
+                text: str | None = json.dumps(document, ensure_ascii=False, allow_nan=True)
+                problem = None
+            except (TypeError, ValueError) as exc:
+                text, problem = None, f"not serialisable as JSON: {exc}"
+            batch.add(source, number, text, problem)
+            if len(batch) >= sources.BATCH_RECORDS:
+                yield batch
+                batch = Batch()
+        if len(batch):
+            yield batch
+
+    return _load_batches(con, records(), [source], 1, started, None)
+
+
+def _load_batches(
+    con: duckdb.DuckDBPyConnection,
+    stream: Iterable[Batch],
+    inputs: list[str],
+    files: int,
+    started: float,
+    report: Progress | None,
+) -> LoadSummary:
     total = BatchCounts()
     con.execute("BEGIN TRANSACTION")
     try:
         (load_id,) = con.execute("SELECT nextval('load_ids')").fetchall()[0]
         begun = datetime.now(UTC).replace(tzinfo=None)
         done_files: set[str] = set()
-        for batch in batches(files):
+        for batch in stream:
             counts = write_batch(con, batch, load_id)
             for name in ("read", "loaded", "already_present", "rejected", "warned"):
                 setattr(total, name, getattr(total, name) + getattr(counts, name))
@@ -126,7 +169,7 @@ def load(
                 begun,
                 datetime.now(UTC).replace(tzinfo=None),
                 __version__,
-                [os.fspath(p) for p in paths],
+                inputs,
                 total.read,
                 total.loaded,
                 total.already_present,
@@ -157,7 +200,7 @@ def load(
         already_present=total.already_present,
         rejected=total.rejected,
         warned=total.warned,
-        files=len(files),
+        files=files,
         seconds=time.monotonic() - started,
         first_rejects=tuple((str(s), p, str(r)) for s, p, r in first),
     )

@@ -1,0 +1,110 @@
+"""``kiana import liger``: Liger-Kernel benchmark CSVs (or their git history) -> documents.
+
+```
+kiana import liger benchmark/data/*.csv -o docs/          # one .json per row
+kiana import liger all_benchmark_data.csv --jsonl runs.jsonl.gz
+kiana import liger --git ~/Liger-Kernel [--rev v0.4.0..main] --db kiana.duckdb
+```
+Without ``-o``, ``--jsonl`` or ``--db`` nothing is written: the summary alone is printed.
+Rows that cannot become documents are listed (file, line, column, reason), never dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kiana.errors import UsageError
+
+HELP = "import benchmark results from other formats (Liger-Kernel CSVs and their git history)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="source", metavar="SOURCE", required=True)
+    liger = sub.add_parser(
+        "liger",
+        help="Liger-Kernel benchmark/data/*.csv files, or every version of them in git",
+        description="Liger-Kernel benchmark CSVs -> kernelindex.dev/v1alpha1 documents.",
+    )
+    liger.add_argument("csv", nargs="*", type=Path, metavar="CSV", help="Liger CSV files")
+    liger.add_argument(
+        "--git",
+        type=Path,
+        metavar="REPO",
+        help="a Liger-Kernel checkout: import every row ever recorded in benchmark/data/*.csv",
+    )
+    liger.add_argument(
+        "--rev", metavar="RANGE", help="with --git: the revisions to walk (default HEAD)"
+    )
+    out = liger.add_mutually_exclusive_group()
+    out.add_argument("-o", "--out", type=Path, metavar="DIR", help="one .json file per document")
+    out.add_argument(
+        "--jsonl", type=Path, metavar="FILE", help="one JSONL file (gzip if it ends in .gz)"
+    )
+    out.add_argument("--db", type=Path, metavar="FILE", help="load into this DuckDB database")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kiana.importers import output
+    from kiana.importers.git import import_git
+    from kiana.importers.liger import import_csvs
+
+    if args.rev and not args.git:
+        raise UsageError("--rev needs --git REPO", hint="kiana import liger --git DIR --rev A..B")
+    if args.git and args.csv:
+        raise UsageError(
+            "give either CSV files or --git REPO, not both",
+            hint="run kiana import liger twice to combine them",
+        )
+    if not args.git and not args.csv:
+        raise UsageError(
+            "nothing to import", hint="kiana import liger FILE.csv... or --git LIGER_CHECKOUT"
+        )
+    started = time.perf_counter()
+    lines: list[str] = []
+    if args.git:
+        history = import_git(args.git, args.rev)
+        result = history.result
+        lines.append(
+            f"git: {history.commits} commits, {history.file_versions} CSV versions, "
+            f"{history.rows_seen} rows seen, {history.unique_rows} distinct rows"
+        )
+        lines.append(
+            f"liger versions recovered: {len(history.liger_versions)} "
+            f"({', '.join(history.liger_versions) or 'none'})"
+        )
+    else:
+        result = import_csvs(args.csv)
+    documents = result.documents
+    if args.out:
+        written = output.write_files(documents, args.out)
+        target = f"into {args.out}/"
+    elif args.jsonl:
+        written = output.write_jsonl(documents, args.jsonl)
+        target = f"into {args.jsonl}"
+    elif args.db:
+        summary = output.load_into(documents, args.db)
+        written = len(documents)
+        target = (
+            f"into {args.db} (loaded {summary.loaded}, already present "
+            f"{summary.already_present}, rejected {summary.rejected})"
+        )
+    else:
+        written = 0
+        target = "(nothing written: pass -o DIR, --jsonl FILE or --db FILE)"
+    metrics = ", ".join(f"{m} {n}" for m, n in result.by_metric.items()) or "none"
+    print(f"rows read: {result.rows_read}")
+    for line in lines:
+        print(line)
+    print(f"documents: {len(documents)} ({metrics}); written {written} {target}")
+    print(f"skipped: {len(result.skipped)}")
+    for reason, count in result.skipped_by_reason.items():
+        print(f"  {count:6d}  {reason}")
+    for skipped in result.skipped:
+        print(f"skipped {skipped}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"time: {time.perf_counter() - started:.2f} s")
+    return 0

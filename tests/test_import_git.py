@@ -1,0 +1,162 @@
+"""``kiana import liger --git``: the union of every row in a CSV's git history."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kiana.errors import InputError
+from kiana.importers.git import import_git
+from kiana.importers.liger import COLUMNS
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+BASE = {
+    "kernel_name": "rms_norm",
+    "kernel_provider": "liger",
+    "kernel_operation_mode": "forward",
+    "metric_name": "speed",
+    "metric_unit": "ms",
+    "x_name": "H",
+    "x_label": "hidden size",
+    "x_value": "1024",
+    "y_value_50": "0.5",
+    "y_value_20": "0.4",
+    "y_value_80": "0.6",
+    "extra_benchmark_config_str": '{"M": 2048, "dtype": "torch.bfloat16", "eps": 1e-06}',
+    "gpu_name": "NVIDIA H100 80GB HBM3",
+    "timestamp": "2025-01-01 00:00:00",
+    "liger_version": "0.5.0",
+}
+CSV_PATH = "benchmark/data/all_benchmark_data.csv"
+
+
+def csv_text(*rows: dict[str, str], columns: tuple[str, ...] = COLUMNS) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def v(version: str, median: str, stamp: str, **changes: str) -> dict[str, str]:
+    return {**BASE, "liger_version": version, "y_value_50": median, "timestamp": stamp, **changes}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """Three releases of one CSV, each overwriting the last, plus noise commits."""
+    repo = tmp_path / "Liger-Kernel"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    a1 = v("0.5.0", "0.50", "2025-01-01 00:00:00")
+    b1 = v("0.5.0", "0.90", "2025-01-01 00:00:00", x_value="2048")
+    commit(repo, {CSV_PATH: csv_text(a1, b1)}, "0.5.0")
+    commit(repo, {"README.md": "hello\n"}, "docs only")
+    a2 = v("0.6.0", "0.55", "2025-03-01 00:00:00")
+    commit(repo, {CSV_PATH: csv_text(a2, b1)}, "0.6.0 rms_norm 1024")
+    a3 = v("0.7.0", "0.52", "2025-05-01 00:00:00")
+    b3 = v("0.7.0", "0.95", "2025-05-01 00:00:00", x_value="2048")
+    commit(repo, {CSV_PATH: csv_text(a3, b3)}, "0.7.0")
+    return repo
+
+
+def test_union_of_every_row_ever_recorded(repo: Path) -> None:
+    history = import_git(repo)
+    assert (history.commits, history.file_versions) == (3, 3)
+    assert (history.rows_seen, history.unique_rows) == (6, 5)
+    assert len(history.result.documents) == 5
+    assert history.liger_versions == ("0.5.0", "0.6.0", "0.7.0")
+
+
+def test_overwritten_row_keeps_each_release_value(repo: Path) -> None:
+    docs = import_git(repo).result.documents
+    medians = sorted(
+        (
+            d["run"]["metadata"]["labels"]["liger_version"],
+            d["run"]["spec"]["timing"]["latencyNs"]["median"],
+        )
+        for d in docs
+        if d["run"]["spec"]["sourceNative"]["externalId"].split("/")[4].startswith("hidden1024")
+    )
+    assert medians == [("0.5.0", 500000), ("0.6.0", 550000), ("0.7.0", 520000)]
+
+
+def test_rev_range_limits_the_walk(repo: Path) -> None:
+    first = git(repo, "rev-list", "--max-parents=0", "HEAD")
+    history = import_git(repo, f"{first}..HEAD")
+    assert (history.commits, history.unique_rows) == (2, 4)
+
+
+def test_csv_in_a_new_file_is_walked(repo: Path) -> None:
+    other = v("0.7.0", "1.0", "2025-05-02 00:00:00", kernel_name="swiglu")
+    commit(repo, {"benchmark/data/all_benchmark_data_cutile.csv": csv_text(other)}, "cutile")
+    assert len(import_git(repo).result.documents) == 6
+
+
+def test_csv_without_version_column_takes_the_release_of_its_commit(tmp_path: Path) -> None:
+    repo = tmp_path / "old"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    columns = tuple(c for c in COLUMNS if c != "liger_version")
+    files = {
+        CSV_PATH: csv_text(BASE, columns=columns),
+        "pyproject.toml": '[project]\nname = "liger_kernel"\nversion = "0.2.1"\n',
+    }
+    commit(repo, files, "old format")
+    history = import_git(repo)
+    assert history.liger_versions == ("0.2.1",)
+
+
+def test_bad_row_in_history_is_reported_with_commit_and_line(repo: Path) -> None:
+    sha = commit(repo, {CSV_PATH: csv_text(v("0.8.0", "bad", "2025-06-01 00:00:00"))}, "bad")
+    skipped = import_git(repo).result.skipped
+    assert [str(s) for s in skipped] == [
+        f"{sha[:12]}:{CSV_PATH}:2, column 9 (y_value_50): not a number: 'bad'"
+    ]
+
+
+def test_not_a_repository_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="git log failed"):
+        import_git(tmp_path)
+
+
+def test_cli_reports_commits_rows_and_versions(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "h.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "kiana", "import", "liger", "--git", str(repo), "--jsonl", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "git: 3 commits, 3 CSV versions, 6 rows seen, 5 distinct rows" in done.stdout
+    assert "liger versions recovered: 3 (0.5.0, 0.6.0, 0.7.0)" in done.stdout
+    assert len([json.loads(line) for line in out.read_text().splitlines()]) == 5
