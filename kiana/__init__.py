@@ -28,6 +28,9 @@ _LAZY: dict[str, str] = {
     "ensure_comparable": "kiana.group",
     "ensure_one_partition": "kiana.group",
     "PartitionKey": "kiana.group",
+    "generate": "kiana.generate",
+    "CorpusConfig": "kiana.generate",
+    "write_corpus": "kiana.generate",
     "judge": "kiana.stats",
     "JudgeOptions": "kiana.stats",
     "KianaError": "kiana.errors",
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
         NotComparableError,
         UsageError,
     )
+    from kiana.generate import CorpusConfig, generate, write_corpus
     from kiana.group import (
         PartitionKey,
         compare,
