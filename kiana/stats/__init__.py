@@ -24,7 +24,7 @@ import polars as pl
 from kiana.stats.changepoints import changepoints as _changepoints
 from kiana.stats.changepoints import empty_changepoints
 from kiana.stats.controls import attach_controls
-from kiana.stats.noise import kernel_floor, version_noise
+from kiana.stats.noise import kernel_floor, noise_scale, version_noise
 from kiana.stats.options import VERDICTS, JudgeOptions, Verdict, is_liger
 from kiana.stats.series import judgeable, points
 from kiana.stats.steps import decide, measure, pair_points
@@ -65,6 +65,7 @@ STEP_COLUMNS: tuple[str, ...] = (
     "raw_verdict",
     "control_provider",
     "control_change",
+    "control_severity",
     "adjusted_change",
     "severity",
     "adjusted_severity",
@@ -84,6 +85,9 @@ class Judgement:
     changepoints: pl.DataFrame
     versions: pl.DataFrame
     runs_judged: int
+    #: The empirical-null factor applied to spread-based noise, and its number of steps.
+    noise_scale: float = 1.0
+    noise_scale_steps: int = 0
 
 
 def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
@@ -101,26 +105,32 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
     frame = judgeable(runs)
     versions = version_table(frame)
     check_baseline(versions, options.baseline)
-    pts = version_noise(points(frame, versions), kernel_floor(frame), options)
+    raw_points = points(frame, versions)
+    scale, scale_steps = noise_scale(raw_points) if options.calibrate else (1.0, 0)
+    pts = version_noise(raw_points, kernel_floor(frame), options, scale)
     steps = attach_controls(measure(pair_points(pts, options)), options)
     steps = decide(steps, options)
-    latency = pl.col("metric") == "latency"
-    steps = (
-        steps.with_columns(
-            pl.when(latency)
-            .then(pl.col("from_median").round(0).cast(pl.Int64, strict=False))
-            .otherwise(None)
-            .alias("from_median_ns"),
-            pl.when(latency)
-            .then(pl.col("to_median").round(0).cast(pl.Int64, strict=False))
-            .otherwise(None)
-            .alias("to_median_ns"),
-            pl.col("from_n_runs").alias("from_runs"),
-            pl.col("to_n_runs").alias("to_runs"),
+    if scale != 1.0:
+        note = f"; spread noise x{scale:.2f} (empirical null of {scale_steps} steps)"
+        steps = steps.with_columns(
+            pl.when(pl.col("noise_source").is_in(["spread", "kernel"]))
+            .then(pl.col("evidence") + pl.lit(note))
+            .otherwise(pl.col("evidence"))
+            .alias("evidence")
         )
-        .sort("kernel", "pass", "gpu", "workload", "provider", "metric", "to_version_rank")
-        .select(STEP_COLUMNS)
-    )
+    latency = pl.col("metric") == "latency"
+    steps = steps.with_columns(
+        pl.when(latency)
+        .then(pl.col("from_median").round(0).cast(pl.Int64, strict=False))
+        .otherwise(None)
+        .alias("from_median_ns"),
+        pl.when(latency)
+        .then(pl.col("to_median").round(0).cast(pl.Int64, strict=False))
+        .otherwise(None)
+        .alias("to_median_ns"),
+        pl.col("from_n_runs").alias("from_runs"),
+        pl.col("to_n_runs").alias("to_runs"),
+    ).select(STEP_COLUMNS)
     steps = _no_nan(steps)
     found = _no_nan(_findings(steps))
     cps = _changepoints(pts, options) if options.changepoints else empty_changepoints()
@@ -130,4 +140,6 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
         changepoints=_no_nan(cps),
         versions=versions,
         runs_judged=frame.height,
+        noise_scale=scale,
+        noise_scale_steps=scale_steps,
     )

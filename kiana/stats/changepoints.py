@@ -1,0 +1,280 @@
+"""Change points in long series: a slow creep that no single step shows.
+
+Ten releases that each add 1% never pass a 3% step threshold, yet the kernel got 10%
+slower.  kiana looks for shifts in the *level* of a series of pooled log medians with
+E-divisive means (Matteson & James 2014, "A nonparametric approach for multiple
+change point analysis of multivariate data", JASA 109), the detector of MongoDB's
+signal-processing service and Apache Otava (Daly et al. 2020, "The use of change
+point detection to identify software performance regressions in a continuous
+integration system", ICPE).
+
+For a segment ``x[0:L]`` and a split ``tau`` into ``X = x[:tau]`` (m values) and
+``Y = x[tau:]`` (k values), with alpha = 1:
+
+    E(X, Y) = 2/(m k) sum|x_i - y_j| - 1/C(m,2) sum_{i<j}|x_i - x_j|
+                                     - 1/C(k,2) sum_{i<j}|y_i - y_j|
+    Q(tau)  = m k / (m + k) * E(X, Y)
+
+The candidate split maximises Q (as in Otava, the right segment runs to the end of
+the current segment).  Like Otava, and instead of Matteson & James's permutation
+test, the candidate is accepted by a Welch t-test between the two sides (p <=
+``changepoint_max_pvalue``, default 0.001) -- deterministic and cheap -- with each
+side's variance floored by its median per-version noise (the p20-p80 model), so a
+run of identical values does not make any wiggle significant.  It must also be
+practical: the medians of the two sides differ by at least ``threshold``.  Accepted
+splits are searched again on both sides (binary segmentation), with segments of at
+least ``changepoint_min_size`` versions, so a one-off outlier (one version) cannot
+form a segment, and it barely moves a median.
+
+Speed: segments of the same length are processed as one numpy batch (pairwise
+distances, 2-D prefix sums, all splits at once), round by round, so thousands of
+series take a few numpy calls per round.  :func:`best_split_reference` is the slow,
+obviously correct version the tests compare against.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import polars as pl
+
+from kiana.stats.options import SERIES_KEYS, SERIES_LABELS, JudgeOptions
+
+_BATCH_CELLS = 4_000_000  # segments * L * L per numpy batch (32 MB of float64)
+
+
+def q_statistics(x: np.ndarray, min_size: int) -> np.ndarray:
+    """Q(tau) for every segment (row of ``x``, shape G x L) and every split
+    ``tau = min_size .. L - min_size``; shape G x (L - 2 min_size + 1)."""
+    g, length = x.shape
+    d = np.abs(x[:, :, None] - x[:, None, :])
+    p = np.zeros((g, length + 1, length + 1), dtype=np.float64)
+    p[:, 1:, 1:] = d.cumsum(axis=1).cumsum(axis=2)
+    tau = np.arange(min_size, length - min_size + 1)
+    m = tau.astype(np.float64)
+    k = (length - tau).astype(np.float64)
+    full = p[:, length, length][:, None]
+    left = p[:, tau, tau]  # sum over the m x m block, each pair twice
+    between = p[:, tau, length] - left
+    right = full - left - 2.0 * between
+    e = 2.0 * between / (m * k) - left / (m * (m - 1.0)) - right / (k * (k - 1.0))
+    return np.asarray(m * k / (m + k) * e)
+
+
+def best_split_reference(x: list[float], min_size: int) -> tuple[int, float]:
+    """The best split of one segment by the definition, with plain loops."""
+    best_tau, best_q = -1, float("-inf")
+    n = len(x)
+    for tau in range(min_size, n - min_size + 1):
+        xs, ys = x[:tau], x[tau:]
+        m, k = len(xs), len(ys)
+        between = sum(abs(a - b) for a in xs for b in ys)
+        within_x = sum(abs(xs[i] - xs[j]) for i in range(m) for j in range(i + 1, m))
+        within_y = sum(abs(ys[i] - ys[j]) for i in range(k) for j in range(i + 1, k))
+        e = 2 * between / (m * k) - within_x / (m * (m - 1) / 2) - within_y / (k * (k - 1) / 2)
+        q = m * k / (m + k) * e
+        if q > best_q + 1e-12:
+            best_tau, best_q = tau, q
+    return best_tau, best_q
+
+
+def _welch_p(x: np.ndarray, floor: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Two-sided Welch t-test p-values between x[:, :tau] and x[:, tau:] per row."""
+    from scipy.special import stdtr
+
+    length = x.shape[1]
+    idx = np.arange(length)[None, :]
+    left = idx < tau[:, None]
+    m = tau.astype(np.float64)
+    k = length - m
+    mean_l = np.where(left, x, 0.0).sum(axis=1) / m
+    mean_r = np.where(~left, x, 0.0).sum(axis=1) / k
+    var_l = np.where(left, (x - mean_l[:, None]) ** 2, 0.0).sum(axis=1) / np.maximum(m - 1, 1)
+    var_r = np.where(~left, (x - mean_r[:, None]) ** 2, 0.0).sum(axis=1) / np.maximum(k - 1, 1)
+    var_l = np.maximum(var_l, floor**2)
+    var_r = np.maximum(var_r, floor**2)
+    se2 = var_l / m + var_r / k
+    diff = mean_r - mean_l
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se2 > 0, np.abs(diff) / np.sqrt(se2), np.where(diff != 0, np.inf, 0.0))
+        df = se2**2 / (
+            (var_l / m) ** 2 / np.maximum(m - 1, 1) + (var_r / k) ** 2 / np.maximum(k - 1, 1)
+        )
+    df = np.where(np.isfinite(df) & (df > 0), df, np.maximum(m + k - 2, 1))
+    p = 2.0 * stdtr(df, -t)
+    return np.asarray(np.where(np.isfinite(t), p, 0.0))
+
+
+def detect(
+    values: list[np.ndarray], noise: list[np.ndarray], options: JudgeOptions
+) -> list[list[tuple[int, float]]]:
+    """Change points of each series: (index of the first point after the shift, p)."""
+    min_size = options.changepoint_min_size
+    found: list[list[tuple[int, float]]] = [[] for _ in values]
+    active = [
+        (s, 0, len(v)) for s, v in enumerate(values) if len(v) >= options.changepoint_min_points
+    ]
+    while active:
+        by_length: dict[int, list[tuple[int, int, int]]] = {}
+        for seg in active:
+            if seg[2] - seg[1] >= 2 * min_size:
+                by_length.setdefault(seg[2] - seg[1], []).append(seg)
+        active = []
+        for length, segs in by_length.items():
+            step = max(1, _BATCH_CELLS // (length * length))
+            for lo in range(0, len(segs), step):
+                batch = segs[lo : lo + step]
+                x = np.stack([values[s][a:b] for s, a, b in batch])
+                nz = np.stack([noise[s][a:b] for s, a, b in batch])
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    fl = np.nan_to_num(np.nanmedian(nz, axis=1), nan=0.0)
+                q = q_statistics(x, min_size)
+                tau = np.argmax(q, axis=1) + min_size
+                p = _welch_p(x, fl, tau)
+                cols = np.arange(length)[None, :] < tau[:, None]
+                med_l = np.nanmedian(np.where(cols, x, np.nan), axis=1)
+                med_r = np.nanmedian(np.where(cols, np.nan, x), axis=1)
+                size = np.abs(np.expm1(med_r - med_l))
+                ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
+                for (s, a, b), t, pv, good in zip(
+                    batch, tau.tolist(), p.tolist(), ok.tolist(), strict=True
+                ):
+                    if good:
+                        found[s].append((a + t, pv))
+                        active.extend([(s, a, a + t), (s, a + t, b)])
+    for cps in found:
+        cps.sort()
+    return found
+
+
+def changepoints(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """Change points of every long series, one row each (empty frame when none)."""
+    usable = points.filter(pl.col("log_median").is_not_null())
+    # points are sorted by series and version; a window count keeps that order.
+    usable = usable.filter(pl.len().over(SERIES_KEYS) >= options.changepoint_min_points)
+    empty = _empty()
+    if usable.height == 0:
+        return empty_changepoints()
+    ids = usable.select(pl.struct(list(SERIES_KEYS)).rle_id())
+    cuts = np.flatnonzero(np.diff(ids.to_series().to_numpy())) + 1
+    starts = np.concatenate([[0], cuts]).tolist()
+    all_values = usable["log_median"].to_numpy().astype(np.float64)
+    all_noise = usable["sigma"].fill_null(np.nan).to_numpy().astype(np.float64)
+    values = np.split(all_values, cuts)
+    noise = np.split(all_noise, cuts)
+    found = detect(values, noise, options)
+    all_versions = usable["liger_version"]
+    labels = usable.select(*SERIES_KEYS, *SERIES_LABELS)
+    rows: list[dict[str, object]] = []
+    for s, cps in enumerate(found):
+        if not cps:
+            continue
+        vals = values[s]
+        first = starts[s]
+        bounds = [0, *(i for i, _ in cps), len(vals)]
+        versions = all_versions.slice(first, len(vals)).to_list()
+        head = labels.row(first, named=True)
+        for j, (i, pv) in enumerate(cps):
+            before = float(np.median(vals[bounds[j] : i]))
+            after = float(np.median(vals[i : bounds[j + 2]]))
+            rows.append(
+                {
+                    **head,
+                    "from_version": versions[i - 1],
+                    "to_version": versions[i],
+                    "segment_start": versions[bounds[j]],
+                    "segment_end": versions[bounds[j + 2] - 1],
+                    "before_level": float(np.exp(before)),
+                    "after_level": float(np.exp(after)),
+                    "change": float(np.expm1(after - before)),
+                    "p_value": pv,
+                    "n_points": len(vals),
+                }
+            )
+    if not rows:
+        return empty_changepoints()
+    frame = pl.DataFrame(rows, schema=empty.schema, strict=False)
+    return _verdicts(frame.select(empty.columns))
+
+
+def _verdicts(frame: pl.DataFrame) -> pl.DataFrame:
+    provider = pl.col("provider")
+    liger = (provider == "liger") | provider.str.starts_with("liger_")
+    base = (
+        frame.filter(~liger)
+        .select(
+            "partition_id",
+            "metric",
+            "to_version",
+            (pl.col("change") > 0).alias("_up"),
+            pl.col("provider").alias("_control"),
+        )
+        .unique(["partition_id", "metric", "to_version", "_up"], keep="first", maintain_order=True)
+    )
+    joined = frame.with_columns((pl.col("change") > 0).alias("_up")).join(
+        base, on=["partition_id", "metric", "to_version", "_up"], how="left", maintain_order="left"
+    )
+    direction = (
+        pl.when(pl.col("change") > 0).then(pl.lit("regression")).otherwise(pl.lit("improvement"))
+    )
+    verdict = (
+        pl.when(~liger | pl.col("_control").is_not_null())
+        .then(pl.lit("drift"))
+        .otherwise(direction)
+    )
+    evidence = (
+        pl.lit("level shift ")
+        + (pl.col("change") * 100).round(1).cast(pl.String)
+        + pl.lit("% between segments ")
+        + pl.col("segment_start")
+        + pl.lit("..")
+        + pl.col("from_version")
+        + pl.lit(" and ")
+        + pl.col("to_version")
+        + pl.lit("..")
+        + pl.col("segment_end")
+        + pl.when(~liger)
+        .then(pl.lit("; baseline provider: drift indicator"))
+        .when(pl.col("_control").is_not_null())
+        .then(pl.lit("; control ") + pl.col("_control") + pl.lit(" shifted the same way"))
+        .otherwise(pl.lit(""))
+    )
+    return joined.with_columns(
+        verdict.alias("verdict"),
+        pl.when(liger).then(pl.col("_control")).otherwise(None).alias("control_provider"),
+        evidence.alias("evidence"),
+    ).drop("_up", "_control")
+
+
+def _empty() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            "partition_id": pl.String,
+            "provider": pl.String,
+            "metric": pl.String,
+            "kernel": pl.String,
+            "pass": pl.String,
+            "gpu": pl.String,
+            "workload": pl.String,
+            "from_version": pl.String,
+            "to_version": pl.String,
+            "segment_start": pl.String,
+            "segment_end": pl.String,
+            "before_level": pl.Float64,
+            "after_level": pl.Float64,
+            "change": pl.Float64,
+            "p_value": pl.Float64,
+            "n_points": pl.Int64,
+        }
+    )
+
+
+def empty_changepoints() -> pl.DataFrame:
+    """The change-point frame with no rows, verdict columns included."""
+    return _empty().with_columns(
+        pl.lit(None, pl.String).alias("verdict"),
+        pl.lit(None, pl.String).alias("control_provider"),
+        pl.lit(None, pl.String).alias("evidence"),
+    )

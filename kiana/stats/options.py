@@ -1,0 +1,94 @@
+"""Options and vocabulary of :func:`kiana.stats.judge`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from kiana.errors import UsageError
+
+Verdict = Literal["regression", "improvement", "unchanged", "inconclusive", "drift"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
+
+NoiseSource = Literal["spread", "replicates", "kernel", "memory", "none"]
+#: From best to worst: a step's noise source is the worse of its two sides.
+NOISE_SOURCES: tuple[NoiseSource, ...] = get_args(NoiseSource)
+
+#: The columns that identify a series (one provider in one partition, one metric).
+SERIES_KEYS: tuple[str, ...] = ("partition_id", "provider", "metric")
+#: Descriptive columns carried along with every series.
+SERIES_LABELS: tuple[str, ...] = ("kernel", "pass", "gpu", "workload")
+
+
+def is_liger(provider: str) -> bool:
+    """Liger's own providers are ``liger`` and ``liger_*``; the rest are baselines."""
+    return provider == "liger" or provider.startswith("liger_")
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """How :func:`kiana.stats.judge` decides.
+
+    threshold
+        Practical minimum: a step is flagged only when ``|change| >= threshold``
+        (relative, 0.03 = 3%).
+    separation
+        Statistical minimum: ``|ln(to/from)| / noise >= separation`` (a z-like score,
+        see :mod:`kiana.stats.noise`).
+    baseline
+        None: consecutive versions.  A version: every version against that one.
+    gross_change
+        With no noise information at all, a change this large (default 25%) is still
+        called, because it exceeds the run-to-run variation of GPU kernel timings.
+    resolution
+        A step that is not separated is ``inconclusive`` rather than ``unchanged`` when
+        the smallest change it could have separated (``separation * noise``) exceeds
+        ``resolution * threshold``: we could not have seen a regression that matters.
+    memory_noise_floor
+        Relative noise assumed for memory runs without any spread: peak allocations
+        are deterministic up to allocator rounding.
+    calibrate
+        Scale spread-based noise by the empirical null of all steps
+        (:func:`kiana.stats.noise.noise_scale`); off: trust the spreads as they are.
+    changepoint_min_points, changepoint_min_size, changepoint_max_pvalue
+        Change points are searched in series of at least ``min_points`` versions,
+        with segments of at least ``min_size`` versions, accepted at ``max_pvalue``.
+    """
+
+    threshold: float = 0.03
+    separation: float = 3.0
+    baseline: str | None = None
+    gross_change: float = 0.25
+    resolution: float = 3.0
+    memory_noise_floor: float = 0.005
+    calibrate: bool = True
+    changepoints: bool = True
+    changepoint_min_points: int = 6
+    changepoint_min_size: int = 3
+    changepoint_max_pvalue: float = 0.001
+
+    def __post_init__(self) -> None:
+        checks = [
+            ("threshold", self.threshold, 0.0 <= self.threshold < 10.0),
+            ("separation", self.separation, self.separation > 0.0),
+            ("gross_change", self.gross_change, self.gross_change > 0.0),
+            ("resolution", self.resolution, self.resolution > 0.0),
+            ("memory_noise_floor", self.memory_noise_floor, self.memory_noise_floor > 0.0),
+            ("changepoint_min_size", self.changepoint_min_size, self.changepoint_min_size >= 1),
+            (
+                "changepoint_min_points",
+                self.changepoint_min_points,
+                self.changepoint_min_points >= 2 * self.changepoint_min_size,
+            ),
+            (
+                "changepoint_max_pvalue",
+                self.changepoint_max_pvalue,
+                0.0 < self.changepoint_max_pvalue < 1.0,
+            ),
+        ]
+        for name, value, ok in checks:
+            if not ok or value != value:  # value != value: NaN
+                raise UsageError(
+                    f"invalid {name}: {value!r}",
+                    hint="threshold is a fraction (0.03 = 3%); the other options are positive",
+                )

@@ -1,0 +1,124 @@
+"""``kiana regressions`` through a real subprocess, on documents kiana wrote."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from kiana.documents import Gpu, RunSpec, build_document
+
+H100 = Gpu("nvidia", "NVIDIA H100", "80GB HBM3", "sm_90", "NVIDIA H100 80GB HBM3")
+VERSIONS = ["0.5.9", "0.5.10", "0.6.0"]
+
+
+def spec(provider: str, workload: str, version: str, median: float, day: int) -> RunSpec:
+    return RunSpec(
+        kernel="layer_norm",
+        kernel_title="LayerNorm",
+        pass_="forward",
+        provider=provider,
+        gpu=H100,
+        workload=workload,
+        observed_at=datetime(2025, 3, 1) + timedelta(days=day, hours=hash(provider) % 5),
+        liger_version=version,
+        median=median,
+        p20=median * 0.995,
+        p80=median * 1.005,
+    )
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from kiana.load import connect, load
+
+    root = tmp_path_factory.mktemp("regressions")
+    docs = root / "docs"
+    docs.mkdir()
+    count = 0
+    for w in range(4):
+        workload = f"hidden{1024 * 2**w}-rows4096-fp32"
+        for i, version in enumerate(VERSIONS):
+            # liger: +12% at 0.6.0 on every workload; huggingface: flat
+            liger = 100_000.0 * (w + 1) * (1.12 if version == "0.6.0" else 1.0)
+            hf = 170_000.0 * (w + 1)
+            for provider, median in (("liger", liger), ("huggingface", hf)):
+                doc = build_document(spec(provider, workload, version, median, 10 * i))
+                (docs / f"{count}.json").write_text(json.dumps(doc))
+                count += 1
+    db = root / "kiana.duckdb"
+    con = connect(db)
+    try:
+        load(con, [docs])
+    finally:
+        con.close()
+    return db
+
+
+def kiana(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kiana", "regressions", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_json_and_fail_on(database: Path) -> None:
+    done = kiana("--db", str(database), "--json", "--fail-on", "regression")
+    assert done.returncode == 1, done.stderr
+    out = json.loads(done.stdout)
+    assert set(out) == {"steps", "findings", "changepoints"}
+    regressions = [s for s in out["steps"] if s["verdict"] == "regression"]
+    assert len(regressions) == 4
+    step = regressions[0]
+    for key in ("kernel", "pass", "provider", "gpu", "workload", "partition_id", "from_version",
+                "to_version", "from_median_ns", "to_median_ns", "change", "verdict",
+                "control_provider", "control_change", "adjusted_change"):  # fmt: skip
+        assert key in step
+    assert (step["from_version"], step["to_version"]) == ("0.5.10", "0.6.0")
+    assert step["control_provider"] == "huggingface"
+    finding = next(f for f in out["findings"] if f["verdict"] == "regression")
+    assert (finding["workloads_affected"], finding["workloads_total"]) == (4, 4)
+    assert "failing" in done.stderr
+
+
+def test_table_and_filters(database: Path) -> None:
+    done = kiana("--db", str(database))
+    assert done.returncode == 0, done.stderr
+    assert "regression" in done.stdout and "layer_norm/forward" in done.stdout
+    assert "0.5.10->0.6.0" in done.stdout
+
+
+def test_filters_in_process(database: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kiana.cli import main
+
+    assert (
+        main(["regressions", "--db", str(database), "--kernel", "rms", "--fail-on", "regression"])
+        == 0
+    )
+    assert "0 version steps" in capsys.readouterr().out
+    assert main(["regressions", "--db", str(database), "--provider", "huggingface", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "huggingface" in out and "liger " not in out
+
+
+def test_baseline_option_and_unknown_baseline(database: Path) -> None:
+    done = kiana("--db", str(database), "--json", "--baseline", "0.5.9")
+    assert done.returncode == 0
+    steps = json.loads(done.stdout)["steps"]
+    assert {s["from_version"] for s in steps} == {"0.5.9"}
+    bad = kiana("--db", str(database), "--baseline", "0.4.0")
+    assert bad.returncode == 2
+    assert "0.4.0" in bad.stderr and "0.5.9, 0.5.10, 0.6.0" in bad.stderr
+
+
+def test_missing_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kiana.cli import main
+
+    assert main(["regressions", "--db", str(tmp_path / "nope.duckdb")]) == 2
+    assert "hint" in capsys.readouterr().err

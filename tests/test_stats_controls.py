@@ -1,0 +1,129 @@
+"""Same-run controls and findings across a sweep."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from kiana.stats import judge
+from kiana.stats.sweeps import sign_confidence
+from tests.test_stats_support import assert_no_nan, frame, series
+
+V = ["0.5.0", "0.5.1"]
+
+
+def liger_row(rows: list[dict[str, object]]) -> dict[str, object]:
+    steps = judge(frame(rows)).steps
+    assert_no_nan(steps)
+    return steps.filter(pl.col("provider") == "liger").row(0, named=True)
+
+
+def test_a_control_that_moved_makes_drift() -> None:
+    rows = series(V, [100.0, 110.0]) + series(V, [200.0, 221.0], provider="huggingface")
+    row = liger_row(rows)
+    assert row["raw_verdict"] == "regression"
+    assert row["verdict"] == "drift"
+    assert row["control_provider"] == "huggingface"
+    assert row["control_change"] == pytest.approx(0.105)
+    assert abs(row["adjusted_change"]) < 0.01
+    steps = judge(frame(rows)).steps
+    hf = steps.filter(pl.col("provider") == "huggingface").row(0, named=True)
+    assert hf["verdict"] == "drift"  # a baseline's own step is a drift indicator
+    assert hf["control_provider"] is None
+
+
+def test_a_control_that_did_not_move_keeps_the_regression() -> None:
+    rows = series(V, [100.0, 110.0]) + series(V, [200.0, 200.5], provider="huggingface")
+    row = liger_row(rows)
+    assert row["verdict"] == "regression"
+    assert row["control_provider"] == "huggingface"
+    assert row["adjusted_change"] == pytest.approx(110 / 100 / (200.5 / 200) - 1)
+
+
+def test_no_baseline_provider() -> None:
+    row = liger_row(series(V, [100.0, 110.0]))
+    assert row["verdict"] == "regression"
+    assert row["control_provider"] is None and row["adjusted_change"] is None
+    assert "no control" in row["evidence"]
+
+
+def test_baseline_regression_is_never_a_liger_regression() -> None:
+    rows = series(V, [100.0, 100.0]) + series(V, [200.0, 260.0], provider="torch")
+    steps = judge(frame(rows)).steps
+    assert steps.filter(pl.col("provider") == "torch")["verdict"][0] == "drift"
+    assert steps.filter(pl.col("provider") == "liger")["verdict"][0] == "unchanged"
+
+
+def test_medoid_control_ignores_a_baseline_that_moved_on_its_own() -> None:
+    rows = series(V, [100.0, 110.0])
+    rows += series(V, [200.0, 200.2], provider="huggingface")
+    rows += series(V, [150.0, 150.3], provider="torch")
+    rows += series(V, [120.0, 150.0], provider="torch_compile")  # its own change
+    row = liger_row(rows)
+    assert row["verdict"] == "regression"
+    assert row["control_provider"] in {"huggingface", "torch"}
+
+
+def test_liger_variants_are_liger() -> None:
+    rows = series(V, [100.0, 110.0], provider="liger_fused")
+    rows += series(V, [200.0, 200.0], provider="huggingface")
+    steps = judge(frame(rows)).steps
+    assert steps.filter(pl.col("provider") == "liger_fused")["verdict"][0] == "regression"
+
+
+def test_gpu_wide_control_when_the_partition_has_no_baseline() -> None:
+    rows = series(V, [100.0, 112.0], kernel="solo")
+    for w in range(3):
+        rows += series(V, [200.0, 224.0], provider="huggingface", workload=f"x{w}")
+    row = liger_row(rows)
+    assert row["control_provider"] == "gpu:3 baselines"
+    assert row["verdict"] == "drift"
+
+
+def sweep(moved: set[int], change: float = 0.10) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for w in range(8):
+        base = 100.0 * (w + 1)
+        after = base * (1 + change) if w in moved else base * (1 + 0.001 * (w % 3 - 1))
+        rows += series(V, [base, after], workload=f"hidden{1024 * 2**w}")
+    return rows
+
+
+def test_a_sweep_that_moved_everywhere_is_a_confident_finding() -> None:
+    found = judge(frame(sweep(set(range(8))))).findings
+    assert found.height == 1
+    row = found.row(0, named=True)
+    assert row["verdict"] == "regression"
+    assert (row["workloads_affected"], row["workloads_total"]) == (8, 8)
+    assert row["confidence"] == pytest.approx(1 - 1 / 256)
+    assert row["median_change"] == pytest.approx(0.10)
+    assert row["impact"] > 0.09
+
+
+def test_one_workload_of_eight_is_isolated() -> None:
+    result = judge(frame(sweep({3}, change=0.2)))
+    assert (result.steps["verdict"] == "regression").sum() == 1
+    row = result.findings.row(0, named=True)
+    assert row["verdict"] == "inconclusive"
+    assert (row["workloads_affected"], row["workloads_total"]) == (1, 8)
+    assert row["worst_change"] == pytest.approx(0.2)
+    assert row["confidence"] < 0.9
+    assert "isolated" in row["evidence"]
+
+
+def test_findings_rank_by_impact() -> None:
+    rows = sweep(set(range(8)), change=0.05)
+    rows += [dict(r, kernel="rms_norm", partition_id="r" + str(r["partition_id"]))
+             for r in sweep(set(range(8)), change=0.30)]  # fmt: skip
+    found = judge(frame(rows)).findings
+    assert found["kernel"].to_list() == ["rms_norm", "layer_norm"]
+
+
+def test_sign_confidence() -> None:
+    import numpy as np
+
+    out = sign_confidence(np.array([8, 1, 0, 3]), np.array([8, 1, 0, 6]))
+    assert out[0] == pytest.approx(1 - 1 / 256)
+    assert out[1] == pytest.approx(0.5)
+    assert out[2] == 0.0
+    assert 0 < out[3] < 0.7

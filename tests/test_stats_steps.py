@@ -1,0 +1,187 @@
+"""Verdict rules of kiana.stats on small hand-made series."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from kiana.errors import UsageError
+from kiana.stats import JudgeOptions, judge
+from kiana.stats.noise import SPREAD_TO_SIGMA
+from kiana.stats.versions import version_table
+from tests.test_stats_support import assert_no_nan, frame, run, series
+
+V = ["0.5.0", "0.5.1"]
+
+
+def one_step(a: float, b: float, *, spread: float = 0.01, **kw: object) -> dict[str, object]:
+    steps = judge(frame(series(V, [a, b], spread=spread, **kw))).steps  # type: ignore[arg-type]
+    assert steps.height == 1
+    assert_no_nan(steps)
+    return steps.row(0, named=True)
+
+
+def test_separated_spreads_are_a_regression() -> None:
+    row = one_step(100.0, 110.0)
+    assert row["verdict"] == "regression"
+    assert row["change"] == pytest.approx(0.10)
+    assert row["noise_source"] == "spread"
+    assert row["severity"] > 3
+    expected_noise = (0.01 / SPREAD_TO_SIGMA) * 2**0.5
+    assert row["noise"] == pytest.approx(expected_noise, rel=1e-6)
+    assert row["from_median_ns"] == 100 and row["to_median_ns"] == 110
+
+
+def test_improvement() -> None:
+    assert one_step(100.0, 90.0)["verdict"] == "improvement"
+
+
+def test_overlapping_spreads_are_unchanged() -> None:
+    # 4% change, 3% spread: practical, but only ~1.6 noise units: within noise.
+    row = one_step(100.0, 104.0, spread=0.03)
+    assert row["verdict"] == "unchanged"
+    assert "|z|=1.6" in row["evidence"]
+
+
+def test_separated_but_small_is_unchanged() -> None:
+    row = one_step(100.0, 101.0, spread=0.001)
+    assert abs(row["severity"]) > 3
+    assert row["verdict"] == "unchanged"
+
+
+def test_too_noisy_to_resolve_is_inconclusive() -> None:
+    assert one_step(100.0, 101.0, spread=0.2)["verdict"] == "inconclusive"
+
+
+def test_threshold_option() -> None:
+    rows = frame(series(V, [100.0, 104.0], spread=0.001))
+    assert judge(rows).steps["verdict"][0] == "regression"
+    assert judge(rows, JudgeOptions(threshold=0.05)).steps["verdict"][0] == "unchanged"
+
+
+def test_zero_spread_falls_back_to_the_kernel_floor() -> None:
+    rows = series(V, [100.0, 110.0], spread=0.0)
+    rows += series(V, [50.0, 50.2], spread=0.01, workload="w1")
+    steps = judge(frame(rows)).steps.filter(pl.col("workload") == "w0")
+    row = steps.row(0, named=True)
+    assert row["noise_source"] == "kernel"
+    assert row["verdict"] == "regression"
+    assert "fallback" in row["evidence"]
+
+
+def test_no_noise_information_is_inconclusive_unless_gross() -> None:
+    assert one_step(100.0, 110.0, spread=0.0)["verdict"] == "inconclusive"
+    row = one_step(100.0, 150.0, spread=0.0)
+    assert row["verdict"] == "regression"
+    assert row["noise_source"] == "none"
+    assert "size alone" in row["evidence"]
+    assert row["severity"] is None and row["noise"] is None
+
+
+def test_identical_values_and_all_zero_spreads() -> None:
+    row = one_step(100.0, 100.0, spread=0.0)
+    assert row["verdict"] == "inconclusive"
+    assert row["change"] == 0.0
+
+
+def test_replicates_are_pooled_never_compared() -> None:
+    rows = [run("0.5.0", m, day=d) for d, m in ((1, 100.0), (2, 102.0), (3, 98.0))]
+    rows += [run("0.5.1", 111.0, day=10), run("0.5.1", 109.0, day=11)]
+    result = judge(frame(rows))
+    assert result.steps.height == 1
+    row = result.steps.row(0, named=True)
+    assert (row["from_runs"], row["to_runs"]) == (3, 2)
+    assert row["from_median"] == 100.0 and row["to_median"] == 110.0
+    assert row["noise_source"] == "replicates"  # replicate dispersion > 1% spread
+    assert "replicates 3+2" in row["evidence"]
+
+
+def test_replicates_alone_make_no_step() -> None:
+    rows = [run("0.5.0", m, day=d) for d, m in ((1, 100.0), (2, 200.0))]
+    result = judge(frame(rows))
+    assert result.steps.height == 0
+    assert result.findings.height == 0
+    assert "verdict" in result.steps.columns
+
+
+def test_one_run_and_empty_frames() -> None:
+    assert judge(frame([run("0.5.0", 100.0)])).steps.height == 0
+    empty = judge(frame([]))
+    assert empty.steps.height == 0 and empty.findings.height == 0
+    assert empty.changepoints.height == 0
+
+
+def test_failed_runs_and_missing_medians_are_not_judged() -> None:
+    rows = series(V, [100.0, 100.5])
+    rows.append(run("0.5.2", 500.0, status="failed"))
+    bad = run("0.5.2", 100.0)
+    bad["median"] = None
+    rows.append(bad)
+    result = judge(frame(rows))
+    assert result.steps["to_version"].to_list() == ["0.5.1"]
+    assert result.runs_judged == 2
+
+
+def test_memory_is_judged_with_its_floor() -> None:
+    row = one_step(1000.0, 1100.0, spread=0.0, metric="memory")
+    assert row["verdict"] == "regression"
+    assert row["noise_source"] == "memory"
+    assert row["from_median_ns"] is None
+
+
+def test_baseline_version_compares_every_version_to_it() -> None:
+    rows = series(["0.5.0", "0.5.1", "0.5.2", "0.6.0"], [100.0, 101.0, 102.0, 120.0])
+    steps = judge(frame(rows), JudgeOptions(baseline="0.5.1")).steps
+    assert steps["from_version"].unique().to_list() == ["0.5.1"]
+    assert steps["to_version"].to_list() == ["0.5.0", "0.5.2", "0.6.0"]
+    assert steps["verdict"].to_list()[-1] == "regression"
+
+
+def test_unknown_baseline_is_a_usage_error_with_hint() -> None:
+    with pytest.raises(UsageError) as info:
+        judge(frame(series(V, [1.0, 1.0])), JudgeOptions(baseline="9.9"))
+    assert info.value.hint is not None and "0.5.0, 0.5.1" in info.value.hint
+
+
+def test_invalid_options() -> None:
+    with pytest.raises(UsageError):
+        JudgeOptions(threshold=-1)
+    with pytest.raises(UsageError):
+        JudgeOptions(separation=float("nan"))
+
+
+def test_version_order_pep440_and_labels_by_time() -> None:
+    rows = [
+        run("0.5.10", 1.0, day=30),
+        run("0.5.9", 1.0, day=20),
+        run("main", 1.0, day=25),
+        run("0.6.0rc1", 1.0, day=40),
+        run("0.6.0", 1.0, day=50),
+        run("abc123f", 1.0, day=60),
+    ]
+    table = version_table(frame(rows))
+    assert table["liger_version"].to_list() == [
+        "0.5.9", "main", "0.5.10", "0.6.0rc1", "0.6.0", "abc123f"
+    ]  # fmt: skip
+    assert table.filter(pl.col("liger_version") == "main")["version_kind"][0] == "label"
+
+
+def test_non_numeric_inputs_never_produce_nan() -> None:
+    rows = series(V, [0.0, 5.0]) + series(V, [5.0, 0.0], workload="w1")
+    rows += series(V, [1.0, 2.0], workload="w2", p20=float("nan"), p80=float("nan"))
+    result = judge(frame(rows))
+    assert result.steps.height == 3
+    assert_no_nan(result.steps)
+    assert_no_nan(result.findings)
+    assert set(result.steps["verdict"]) <= {"inconclusive", "regression", "improvement"}
+
+
+def test_noise_scale_is_one_without_enough_steps_and_measured_with_them() -> None:
+    few = judge(frame(series(V, [100.0, 110.0])))
+    assert (few.noise_scale, few.noise_scale_steps) == (1.0, 1)
+    rows = []
+    for w in range(40):  # medians move by ~ +-0.1%, spreads say sigma ~ 0.6%: scale < 1
+        rows += series(V, [100.0, 100.0 * (1 + 0.001 * ((w % 5) - 2))], workload=f"w{w}")
+    many = judge(frame(rows))
+    assert many.noise_scale_steps == 40
+    assert 0.25 <= many.noise_scale < 0.5

@@ -1,0 +1,77 @@
+"""Hand-made runs frames for the statistics tests (no tests here)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from kiana.load.schema import RUN_COLUMNS
+
+T0 = datetime(2025, 1, 1)
+
+
+def run(
+    version: str,
+    median: float,
+    *,
+    spread: float = 0.01,
+    provider: str = "liger",
+    workload: str = "w0",
+    kernel: str = "layer_norm",
+    pass_: str = "forward",
+    gpu: str = "NVIDIA H100 80GB HBM3",
+    metric: str = "latency",
+    day: int | None = None,
+    status: str = "passed",
+    p20: float | None = None,
+    p80: float | None = None,
+) -> dict[str, Any]:
+    """One run; ``spread`` is the relative p20-p80 spread, split evenly around the median."""
+    lo = median * (1 - spread / 2) if p20 is None else p20
+    hi = median * (1 + spread / 2) if p80 is None else p80
+    return {
+        "partition_id": f"{kernel}|{pass_}|{workload}|{gpu}",
+        "provider": provider,
+        "metric": metric,
+        "kernel": kernel,
+        "pass": pass_,
+        "gpu": gpu,
+        "workload": workload,
+        "liger_version": version,
+        "observed_at": T0 + timedelta(days=day if day is not None else _day(version)),
+        "status": status,
+        "median": median,
+        "p20": lo,
+        "p80": hi,
+    }
+
+
+def _day(version: str) -> int:
+    digits = [int(p) for p in version.split(".") if p.isdigit()]
+    return sum(d * 100 ** (2 - i) for i, d in enumerate(digits[:3])) % 100000 if digits else 0
+
+
+def frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """A frame of the runs table's shape (columns the stats do not read are filled)."""
+    schema = {
+        "partition_id": pl.String, "provider": pl.String, "metric": pl.String,
+        "kernel": pl.String, "pass": pl.String, "gpu": pl.String, "workload": pl.String,
+        "liger_version": pl.String, "observed_at": pl.Datetime("us"), "status": pl.String,
+        "median": pl.Float64, "p20": pl.Float64, "p80": pl.Float64,
+    }  # fmt: skip
+    df = pl.DataFrame(rows, schema=schema)
+    extra = [name for name, _ in RUN_COLUMNS if name not in df.columns]
+    return df.with_columns(pl.lit(None, pl.String).alias(name) for name in extra)
+
+
+def series(versions: list[str], medians: list[float], **kwargs: Any) -> list[dict[str, Any]]:
+    return [run(v, m, **kwargs) for v, m in zip(versions, medians, strict=True)]
+
+
+def assert_no_nan(df: pl.DataFrame) -> None:
+    for name, dtype in df.schema.items():
+        if dtype in (pl.Float64, pl.Float32):
+            assert not df[name].is_nan().any(), f"NaN in {name}"
+            assert df[name].is_finite().fill_null(True).all(), f"inf in {name}"
