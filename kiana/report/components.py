@@ -1,0 +1,236 @@
+"""Small HTML components of the report, each escaping what it is given.
+
+Every string that comes from a document (kernel, provider, GPU, version, title, a
+reject's reason...) is untrusted.  The rule here is simple: a component escapes every
+value it receives, unless the value is an :class:`Html` (markup this module or the
+page built itself).  Bidirectional-override and other invisible control characters are
+shown as visible ``[U+202E]`` marks, so a name cannot reorder the text around it.
+
+JSON for ``<script type="application/json">`` blocks goes through :func:`json_script`,
+which escapes ``<``, ``>``, ``&`` and U+2028/U+2029 so no string can end the block.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Align = Literal["left", "right"]
+
+#: Characters shown as visible marks: bidi controls, zero-width joiners, C0/C1 controls.
+_INVISIBLE = re.compile(
+    "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"
+    "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_JSON_UNSAFE = re.compile("[<>&\u2028\u2029]")
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class Html(str):
+    """Markup built by kiana itself: components insert it without escaping."""
+
+    __slots__ = ()
+
+
+def visible(text: str) -> str:
+    """Replace invisible and direction-changing characters by ``[U+XXXX]`` marks."""
+    return _INVISIBLE.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+
+
+def esc(value: object) -> Html:
+    """HTML-escape any value for text or a quoted attribute (``None`` -> empty)."""
+    if isinstance(value, Html):
+        return value
+    if value is None:
+        return Html("")
+    return Html(html.escape(visible(str(value)), quote=True))
+
+
+def safe_id(text: str) -> str:
+    """An element id made only of ``[A-Za-z0-9_-]`` (callers pass kiana's own names)."""
+    return _ID_UNSAFE.sub("-", text)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_text(value: Any) -> str:
+    """JSON safe to place inside any ``<script>`` element (NaN/inf become null)."""
+    text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _JSON_UNSAFE.sub(lambda m: _JSON_ESCAPES[m.group()], text)
+
+
+def json_script(value: Any, **attributes: str) -> Html:
+    """``<script type="application/json" ...>`` holding ``value``; attribute names use
+    ``_`` for ``-`` (``data_chart="c1"`` -> ``data-chart="c1"``)."""
+    attrs = "".join(f' {k.replace("_", "-")}="{esc(v)}"' for k, v in attributes.items())
+    return Html(f'<script type="application/json"{attrs}>{json_text(value)}</script>')
+
+
+def fmt_number(value: float | int | None, digits: int = 3) -> str:
+    """Compact number: ``12345`` -> ``12,345``, ``0.01234`` -> ``0.0123``."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, int) or (float(value).is_integer() and abs(value) < 1e15):
+        return f"{int(value):,}"
+    return f"{value:,.{digits}g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def fmt_change(value: float | None) -> str:
+    """Relative change as a signed percentage: ``0.123`` -> ``+12.3%``."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value * 100:+.1f}%"
+
+
+def fmt_ratio(value: float | None) -> str:
+    """A speedup factor: ``1.834`` -> ``1.83×``."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value:.2f}×"
+
+
+def badge(verdict: str | None) -> Html:
+    """A coloured verdict label; unknown verdicts get the neutral style."""
+    known = {"regression", "improvement", "unchanged", "inconclusive", "drift"}
+    cls = verdict if verdict in known else "other"
+    return Html(f'<span class="badge {cls}">{esc(verdict)}</span>')
+
+
+def stat_cards(items: Iterable[tuple[str, object]]) -> Html:
+    """The summary's row of ``label: number`` cards."""
+    cards = "".join(
+        f'<div class="card"><div class="num">'
+        f"{esc(fmt_number(v) if isinstance(v, int | float) else v)}</div>"
+        f'<div class="label">{esc(k)}</div></div>'
+        for k, v in items
+    )
+    return Html(f'<div class="cards">{cards}</div>')
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: shown ``text`` (escaped unless Html), an optional sort key, and
+    the value its column's filter sees (``key``, when the text is markup)."""
+
+    text: object
+    sort: float | str | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    align: Align = "left"
+    key: str | None = None  # row attribute data-<key> used by the filters
+
+
+def table(
+    columns: Sequence[Column],
+    rows: Iterable[Sequence[object]],
+    *,
+    id: str | None = None,
+    sortable: bool = False,
+    empty: str = "nothing to show",
+) -> Html:
+    """A table; cells are values or :class:`Cell`; filter keys become ``data-*``."""
+    head = "".join(
+        f'<th class="{c.align}"' + (' tabindex="0"' if sortable else "") + f">{esc(c.title)}</th>"
+        for c in columns
+    )
+    body: list[str] = []
+    for row in rows:
+        attrs = "".join(
+            f' data-{c.key}="{esc(_text(v))}"' for c, v in zip(columns, row, strict=True) if c.key
+        )
+        cells = "".join(_td(c, v) for c, v in zip(columns, row, strict=True))
+        body.append(f"<tr{attrs}>{cells}</tr>")
+    if not body:
+        body.append(f'<tr class="empty"><td colspan="{len(columns)}">{esc(empty)}</td></tr>')
+    id_attr = f' id="{safe_id(id)}"' if id else ""
+    cls = "data sortable" if sortable else "data"
+    return Html(
+        f'<table{id_attr} class="{cls}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _text(value: object) -> object:
+    if isinstance(value, Cell):
+        return value.key if value.key is not None else value.text
+    return value
+
+
+def _td(column: Column, value: object) -> str:
+    sort = ""
+    if isinstance(value, Cell):
+        if value.sort is not None:
+            sort = f' data-sort="{esc(value.sort)}"'
+        value = value.text
+    shown = value if isinstance(value, Html) else esc(_plain(value))
+    return f'<td class="{column.align}"{sort}>{shown}</td>'
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return fmt_number(value)
+    return value
+
+
+def filter_bar(
+    table_id: str, filters: Mapping[str, Sequence[str]], *, hide: Mapping[str, str] | None = None
+) -> Html:
+    """Drop-down filters (``data-<key>`` of the rows) and a text box for one table;
+    ``hide={"verdict": "unchanged"}`` preselects "all but unchanged" for that filter."""
+    tid = safe_id(table_id)
+    parts = []
+    for key, values in filters.items():
+        options = '<option value="">all</option>'
+        if hide and key in hide:
+            options += (
+                f'<option value="!{esc(hide[key])}" selected>all but {esc(hide[key])}</option>'
+            )
+        options += "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in values)
+        parts.append(
+            f'<label>{esc(key)} <select data-filter="{safe_id(key)}" data-table="{tid}">'
+            f"{options}</select></label>"
+        )
+    parts.append(
+        f'<label>search <input type="search" data-search="{tid}" placeholder="any text"></label>'
+    )
+    parts.append(f'<span class="count" data-count="{tid}"></span>')
+    return Html(f'<div class="filters">{"".join(parts)}</div>')
+
+
+def section(id: str, title: str, body: str, intro: str | None = None) -> Html:
+    """A titled section; ``intro`` is plain text explaining how to read it."""
+    lead = f'<p class="intro">{esc(intro)}</p>' if intro else ""
+    return Html(f'<section id="{safe_id(id)}"><h2>{esc(title)}</h2>{lead}{body}</section>')
+
+
+def note(text: str) -> Html:
+    return Html(f'<p class="note">{esc(text)}</p>')
+
+
+def definition_list(items: Iterable[tuple[str, object]]) -> Html:
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
+    return Html(f"<dl>{rows}</dl>")

@@ -1,0 +1,242 @@
+"""Polars aggregations behind the charts: from runs/steps/findings to small frames.
+
+Each function returns at most a few hundred rows, so the charts stay far below
+Altair's 5,000-row limit whatever the size of the corpus.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime
+from typing import Any
+
+import polars as pl
+
+from kiana.errors import UsageError
+from kiana.report.components import visible
+from kiana.stats.versions import version_table
+
+__all__ = [
+    "chart_values",
+    "display_unit",
+    "natural_order",
+    "overview_frame",
+    "series_frame",
+    "speedup_frame",
+    "speedup_summary",
+    "sweep_frame",
+    "version_order",
+    "visible",
+    "worst_step",
+]
+
+FINDING_KEYS = ("kernel", "pass", "provider", "gpu", "metric", "from_version", "to_version")
+LIGER_EXPR = (pl.col("provider") == "liger") | pl.col("provider").str.starts_with("liger_")
+
+
+def _passed(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
+    return runs.filter(
+        (pl.col("status") == "passed")
+        & (pl.col("metric") == metric)
+        & pl.col("median").is_not_null()
+    )
+
+
+def series_frame(
+    runs: pl.DataFrame, *, partition_id: str | None = None, metric: str = "latency"
+) -> pl.DataFrame:
+    """Per provider and version of one partition: median of the run medians, p20, p80,
+    the number of runs, ``version_rank`` and ``role`` (``Liger`` | ``baseline``)."""
+    data = _passed(runs, metric)
+    if partition_id is None:
+        ids = data["partition_id"].unique().to_list()
+        if len(ids) > 1:
+            raise UsageError(
+                f"these runs span {len(ids)} partitions; a series chart shows one",
+                hint="pass partition_id=... (see runs['partition_id'].unique())",
+            )
+    else:
+        data = data.filter(pl.col("partition_id") == partition_id)
+    ranks = version_table(data).select("liger_version", "version_rank")
+    return (
+        data.group_by("provider", "liger_version")
+        .agg(
+            pl.col("median").median().alias("median"),
+            pl.col("p20").median().alias("p20"),
+            pl.col("p80").median().alias("p80"),
+            pl.len().alias("runs"),
+        )
+        .join(ranks, on="liger_version", how="left")
+        .with_columns(
+            pl.when(LIGER_EXPR).then(pl.lit("Liger")).otherwise(pl.lit("baseline")).alias("role")
+        )
+        .sort("provider", "version_rank")
+    )
+
+
+def version_order(frame: pl.DataFrame) -> list[str]:
+    """The versions of a frame with ``liger_version`` and ``version_rank``, in order."""
+    ordered = frame.select("liger_version", "version_rank").unique().sort("version_rank")
+    return [str(v) for v in ordered["liger_version"].to_list()]
+
+
+def display_unit(metric: str, largest: Any) -> tuple[str, float]:
+    """A readable unit for the values of a metric (latency is stored in ns)."""
+    if metric != "latency":
+        return "MB", 1.0
+    top = float(largest) if isinstance(largest, int | float) else 0.0
+    if top >= 1e6:
+        return "ms", 1e6
+    if top >= 1e3:
+        return "µs", 1e3
+    return "ns", 1.0
+
+
+def _natural_key(text: str) -> list[tuple[int, int | str]]:
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t]
+
+
+def natural_order(values: Iterable[str]) -> list[str]:
+    """``hidden512`` before ``hidden4096``: numbers inside names compare as numbers."""
+    return sorted(set(values), key=_natural_key)
+
+
+def _matches(frame: pl.DataFrame, finding: Mapping[str, Any]) -> pl.DataFrame:
+    missing = [k for k in FINDING_KEYS if k not in finding]
+    if missing:
+        raise UsageError(
+            f"a finding needs the fields {', '.join(missing)}",
+            hint="pass a row of judge(...).findings, e.g. findings.row(0, named=True)",
+        )
+    cond = pl.lit(True)
+    for key in FINDING_KEYS:
+        cond = cond & (pl.col(key) == finding[key])
+    return frame.filter(cond)
+
+
+def sweep_frame(steps: pl.DataFrame, finding: Mapping[str, Any]) -> pl.DataFrame:
+    """The steps of one finding, one row per workload of the sweep."""
+    wanted = [
+        "workload", "partition_id", "change", "control_change", "adjusted_change",
+        "control_provider", "verdict", "noise_source",
+    ]  # fmt: skip
+    data = _matches(steps, finding)
+    return data.select([c for c in wanted if c in data.columns])
+
+
+def worst_step(steps: pl.DataFrame, finding: Mapping[str, Any]) -> dict[str, Any]:
+    """The step of a finding that moved most in the finding's direction."""
+    data = _matches(steps, finding).filter(pl.col("change").is_not_null())
+    if data.height == 0:
+        data = _matches(steps, finding)
+    if data.height == 0:
+        raise UsageError("no steps match this finding", hint="use the steps of the same judge()")
+    verdict = finding.get("verdict")
+    if verdict == "improvement":
+        key = pl.col("change")
+    elif verdict == "regression":
+        key = -pl.col("change")
+    else:
+        key = -pl.col("change").abs()
+    return data.sort(key, "workload", nulls_last=True).row(0, named=True)
+
+
+def speedup_frame(runs: pl.DataFrame, *, version: str | None = None) -> pl.DataFrame:
+    """Per partition, Liger provider and same-run baseline: the speedup (baseline median
+    / Liger median) at the newest version where both were measured (or ``version``)."""
+    data = _passed(runs, "latency").filter(pl.col("median") > 0)
+    keys = ["partition_id", "kernel", "pass", "gpu", "workload", "liger_version"]
+    per = data.group_by([*keys, "provider"]).agg(pl.col("median").median())
+    liger = per.filter(LIGER_EXPR)
+    base = per.filter(~LIGER_EXPR).rename({"provider": "baseline", "median": "baseline_median"})
+    if version is not None:
+        liger = liger.filter(pl.col("liger_version") == version)
+    pairs = liger.join(base, on=keys, how="inner").with_columns(
+        (pl.col("baseline_median") / pl.col("median")).alias("speedup")
+    )
+    ranks = version_table(data).select("liger_version", "version_rank")
+    pairs = pairs.join(ranks, on="liger_version", how="left")
+    newest = pl.col("version_rank") == pl.col("version_rank").max().over("partition_id", "provider")
+    return pairs.filter(newest).sort("kernel", "pass", "gpu", "provider", "baseline", "workload")
+
+
+def speedup_summary(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Speedups summarised over the workloads of each kernel, pass, GPU, provider and
+    baseline: geometric mean, worst, and how many workloads are below 1×."""
+    keys = ["kernel", "pass", "gpu", "provider", "baseline"]
+    out = (
+        pairs.group_by(keys)
+        .agg(
+            pl.col("speedup").log().mean().exp().alias("geomean"),
+            pl.col("speedup").min().alias("worst"),
+            (pl.col("speedup") < 1).sum().alias("below_1x"),
+            pl.len().alias("workloads"),
+            pl.col("liger_version").sort_by("version_rank").last().alias("liger_version"),
+        )
+        .sort(keys)
+    )
+    return out.with_columns(
+        pl.concat_str(
+            [
+                pl.col("kernel"),
+                pl.lit(" · "),
+                pl.col("pass"),
+                pl.lit(" · "),
+                pl.col("provider"),
+                pl.lit(" vs "),
+                pl.col("baseline"),
+            ]
+        ).alias("row"),
+        pl.when((pl.col("below_1x") > 0) & (pl.col("geomean") >= 1))
+        .then(pl.format("{}× ({} <1×)", pl.col("geomean").round(2), pl.col("below_1x")))
+        .otherwise(pl.format("{}×", pl.col("geomean").round(2)))
+        .alias("label"),
+    )
+
+
+def overview_frame(frame: pl.DataFrame, *, value: str = "median_change") -> pl.DataFrame:
+    """Per kernel, pass, provider and GPU, the row of ``frame`` (findings or steps) whose
+    ``value`` moved most; with a ``row`` label and a ``+12%`` cell label."""
+    if value not in frame.columns:
+        value = "change" if "change" in frame.columns else value
+    if value not in frame.columns:
+        raise UsageError(
+            f"this frame has no {value!r} column",
+            hint="pass judge(...).findings (median_change) or .steps (change)",
+        )
+    keys = ["kernel", "pass", "provider", "gpu"]
+    data = (
+        frame.filter(pl.col(value).is_not_null())
+        .sort(pl.col(value).abs(), descending=True)
+        .group_by(keys, maintain_order=True)
+        .first()
+        .sort(keys)
+    )
+    return data.select(
+        *keys,
+        pl.col(value).alias("change"),
+        pl.col("verdict"),
+        pl.concat_str(
+            [pl.col("kernel"), pl.col("pass"), pl.col("provider")], separator=" · "
+        ).alias("row"),
+        pl.when(pl.col(value) >= 0)
+        .then(pl.format("+{}%", (pl.col(value) * 100).round(1)))
+        .otherwise(pl.format("{}%", (pl.col(value) * 100).round(1)))
+        .alias("label"),
+    )
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return value
+
+
+def chart_values(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """Rows as plain dicts for a chart's inline data: NaN/inf as null, times as ISO
+    strings.  (Strings are made visible in the whole spec by ``charts.to_spec``.)"""
+    return [{k: _clean(v) for k, v in row.items()} for row in frame.iter_rows(named=True)]

@@ -1,0 +1,351 @@
+"""The report page: sections assembled from :class:`ReportData` with the escaping
+components; one ``<html>`` string with everything inlined."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+
+from kiana import __version__
+from kiana.errors import KianaError
+from kiana.report import assets, charts, frames
+from kiana.report.components import (
+    Cell,
+    Column,
+    Html,
+    badge,
+    definition_list,
+    esc,
+    filter_bar,
+    fmt_change,
+    fmt_number,
+    fmt_ratio,
+    json_script,
+    note,
+    section,
+    stat_cards,
+    table,
+)
+from kiana.report.data import VERDICT_ORDER, ReportData, ReportOptions
+
+CHART_ROWS = 150  # rows of the speedup heat map
+
+SECTIONS = (
+    ("summary", "Summary"),
+    ("findings", "Findings"),
+    ("charts", "Top findings"),
+    ("speedup", "Speedup over baselines"),
+    ("memory", "Memory"),
+    ("quality", "Data quality"),
+    ("provenance", "How it was made"),
+)
+
+
+def _capped(frame: pl.DataFrame, limit: int, what: str) -> tuple[pl.DataFrame, Html]:
+    if frame.height <= limit:
+        return frame, Html("")
+    return frame.head(limit), note(
+        f"Showing the first {limit:,} of {frame.height:,} {what}; "
+        "the command line (kiana regressions) lists them all."
+    )
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _change_cell(value: Any, verdict: Any = None) -> Cell:
+    number = _num(value)
+    cls = {"regression": "bad", "improvement": "good"}.get(str(verdict), "")
+    text = Html(f'<span class="{cls}">{esc(fmt_change(number))}</span>')
+    return Cell(text, sort=number if number is not None else "")
+
+
+def _pct(value: Any) -> Cell:
+    number = _num(value)
+    return Cell("–" if number is None else f"{number * 100:.1f}%", sort=number or 0.0)
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def headline(data: ReportData) -> str:
+    c = data.counts
+    parts = [f"{c[v]:,} {v}{'s' if c[v] != 1 and v != 'drift' else ''}"
+             for v in ("regression", "drift", "improvement") if c.get(v)]  # fmt: skip
+    found = ", ".join(parts) if parts else "no regressions"
+    versions = data.versions["liger_version"].to_list()
+    span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
+    return (
+        f"{found} among {_n(c['findings'], 'finding')}: {_n(c['kernels'], 'kernel')} on "
+        f"{_n(c['GPUs'], 'GPU')}, {span} ({_n(c['Liger versions'], 'version')}, "
+        f"{_n(c['runs'], 'run')})."
+    )
+
+
+def summary(data: ReportData) -> Html:
+    c = data.counts
+    cards = stat_cards(
+        (k, c[k])
+        for k in (
+            "documents read",
+            "runs",
+            "rejects",
+            "partitions",
+            "kernels",
+            "GPUs",
+            "Liger versions",
+            "steps",
+            "findings",
+        )
+    )
+    verdicts = "".join(
+        f'<div class="card"><div class="num">{esc(fmt_number(c[v]))}</div>'
+        f'<div class="label">{badge(v)}</div></div>'
+        for v in VERDICT_ORDER
+    )
+    extra = note(
+        f"{c['latency runs']:,} latency runs and {c['memory runs']:,} memory runs passed; "
+        f"{c['not passed']:,} runs did not pass and are kept but never judged."
+    )
+    return Html(f'{cards}<div class="cards">{verdicts}</div>{extra}')
+
+
+FINDING_COLUMNS = (
+    Column("#", "right"), Column("verdict", key="verdict"), Column("kernel", key="kernel"),
+    Column("pass"), Column("provider", key="provider"), Column("GPU", key="gpu"),
+    Column("step"), Column("workloads", "right"), Column("median change", "right"),
+    Column("worst change", "right"), Column("confidence", "right"), Column("control"),
+    Column("chart"),
+)  # fmt: skip
+
+
+def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, limit: int) -> Html:
+    shown, cap = _capped(frame, limit, "findings")
+    rows = []
+    for r in shown.iter_rows(named=True):
+        rank = int(r["rank"])
+        link = Html(f'<a href="#f-{rank}">chart</a>') if rank in charted else ""
+        rows.append([
+            Cell(rank, sort=rank),
+            Cell(badge(r["verdict"]), sort=_verdict_rank(r["verdict"]), key=r["verdict"]),
+            r["kernel"], r["pass"], r["provider"], r["gpu"],
+            f"{r['from_version']} → {r['to_version']}",
+            Cell(f"{r['workloads_affected']}/{r['workloads_total']}",
+                 sort=_num(r["workloads_affected"]) or 0),
+            _change_cell(r["median_change"], r["verdict"]),
+            _change_cell(r["worst_change"], r["verdict"]),
+            _pct(r["confidence"]), r["control_provider"], link,
+        ])  # fmt: skip
+    body = table(FINDING_COLUMNS, rows, id=table_id, sortable=True, empty="no findings")
+    options = {
+        key: sorted({str(v) for v in frame[col].to_list() if v is not None})
+        for key, col in (
+            ("verdict", "verdict"),
+            ("kernel", "kernel"),
+            ("provider", "provider"),
+            ("gpu", "gpu"),
+        )
+    }
+    bar = filter_bar(table_id, options, hide={"verdict": "unchanged"})
+    return Html(f'{bar}<div class="scroll">{body}</div>{cap}')
+
+
+def _verdict_rank(verdict: object) -> int:
+    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+
+
+def memory_section(data: ReportData, charted: set[int], limit: int) -> Html:
+    if data.memory_findings.height == 0:
+        return note(f"No memory findings ({data.counts['memory runs']:,} memory runs).")
+    return findings_table(data.memory_findings, charted, table_id="memory-table", limit=limit)
+
+
+def chart_cards(data: ReportData, options: ReportOptions) -> Html:
+    if data.charted.height == 0:
+        return note("No finding other than 'unchanged': nothing to chart.")
+    cards: list[str] = []
+    for r in data.charted.iter_rows(named=True):
+        rank = int(r["rank"])
+        try:
+            worst = frames.worst_step(data.steps, r)
+            left = charts.series(
+                data.runs,
+                partition_id=worst["partition_id"],
+                metric=str(r["metric"]),
+                step=(str(r["from_version"]), str(r["to_version"])),
+                provider=str(r["provider"]),
+                title=f"{r['provider']} and its baselines, {worst['workload']}",
+            )
+            right = charts.sweep(
+                data.steps, r, threshold=options.threshold, title="change across the workload sweep"
+            )
+        except KianaError as exc:  # a finding the charts cannot draw still gets its card
+            body = note(f"no chart: {exc.message}")
+        else:
+            body = Html(
+                f'<div class="charts">{_chart(f"c-{rank}-s", left)}'
+                f'{_chart(f"c-{rank}-w", right)}</div>'
+            )  # fmt: skip
+            body = Html(body + note(
+                f"Left: median (line) and p20–p80 (band) of every provider in the partition "
+                f"of the worst workload ({worst['workload']}); the flagged step is shaded. "
+                "Right: the change of this step at each workload; black ticks show the "
+                "same-run control's change."
+            ))  # fmt: skip
+        title = (
+            f"#{rank} {r['kernel']} · {r['pass']} · {r['provider']} on {r['gpu']}: "
+            f"{r['from_version']} → {r['to_version']}"
+        )
+        meta = (
+            f"median change {fmt_change(_num(r['median_change']))}, worst "
+            f"{fmt_change(_num(r['worst_change']))}, on {r['workloads_affected']} of "
+            f"{r['workloads_total']} workloads; control: {r['control_provider'] or 'none'}"
+        )
+        cards.append(
+            f'<div class="finding" id="f-{rank}"><h3>{badge(r["verdict"])} {esc(title)}</h3>'
+            f'<div class="meta">{esc(meta)}</div>{body}</div>'
+        )
+    return Html("".join(cards))
+
+
+def _chart(chart_id: str, chart: Any) -> str:
+    spec = charts.to_spec(chart)
+    spec.pop("$schema", None)
+    return f'<div class="chart pending" id="{chart_id}"></div>' + json_script(
+        spec, data_chart=chart_id
+    )
+
+
+def speedup_section(data: ReportData, limit: int) -> Html:
+    if data.speedups.height == 0:
+        return note("No partition has a Liger provider and a baseline at the same version.")
+    labels = data.speedups["row"].n_unique()
+    chart = _chart("c-speedup", charts.speedup_from_summary(data.speedups, max_rows=CHART_ROWS))
+    if labels > CHART_ROWS:
+        chart += note(f"The chart shows the first {CHART_ROWS:,} of {labels:,} rows (by name).")
+    flips, cap = _capped(data.flips, limit, "workloads below 1x")
+    cols = (Column("kernel", key="kernel"), Column("pass"), Column("Liger provider"),
+            Column("baseline"), Column("GPU"), Column("workload"), Column("version"),
+            Column("Liger median (ns)", "right"), Column("baseline median (ns)", "right"),
+            Column("speedup", "right"))  # fmt: skip
+    rows = (
+        [r["kernel"], r["pass"], r["provider"], r["baseline"], r["gpu"], r["workload"],
+         r["liger_version"], r["median"], r["baseline_median"],
+         Cell(Html(f'<span class="bad">{esc(fmt_ratio(r["speedup"]))}</span>'), r["speedup"])]
+        for r in flips.iter_rows(named=True)
+    )  # fmt: skip
+    flip_table = table(cols, rows, id="flips-table", sortable=True, empty="no workload below 1×")
+    return Html(
+        chart
+        + f"<h3>Workloads where Liger is slower than a baseline ({data.flips.height:,})</h3>"
+        + f'<div class="scroll">{flip_table}</div>{cap}'
+    )
+
+
+def quality_section(data: ReportData, limit: int) -> Html:
+    rejects = table(
+        (Column("problem"), Column("documents", "right"), Column("example reason"),
+         Column("example source"), Column("JSON path")),
+        ([r["problem"], r["documents"], r["example"], r["source"], r["json_path"]]
+         for r in data.rejects.head(limit).iter_rows(named=True)),
+        empty="no document was rejected",
+    )  # fmt: skip
+    warnings = table(
+        (Column("kind"), Column("runs", "right"), Column("example"), Column("example source")),
+        ([r["kind"], r["runs"], r["example"], r["source"]]
+         for r in data.warnings.head(limit).iter_rows(named=True)),
+        empty="no warnings",
+    )  # fmt: skip
+    spread = table(
+        (Column("GPU"), Column("latency runs", "right"), Column("p20 = p80", "right"),
+         Column("no p20/p80", "right")),
+        ([r["gpu"], r["runs"], _pct(r["zero_spread"]), _pct(r["no_spread"])]
+         for r in data.spread.iter_rows(named=True)),
+        empty="no latency runs",
+    )  # fmt: skip
+    versions = table(
+        (Column("Liger version"), Column("order", "right"), Column("kind"), Column("runs", "right"),
+         Column("first observed")),
+        ([r["liger_version"], r["version_rank"],
+          "PEP 440" if r["version_kind"] == "pep440" else Html('<span class="bad">not PEP 440</span>'),
+          r["runs"], str(r["first_observed_at"])] for r in data.versions.iter_rows(named=True)),
+    )  # fmt: skip
+    conflicts = table(
+        (Column("kind"), Column("detail"), Column("source")),
+        ([r["kind"], r["detail"], r["source"]] for r in data.conflicts.head(limit).iter_rows(named=True)),
+        empty="no digest conflicts",
+    )  # fmt: skip
+    return Html(
+        "<h3>Rejected documents, by problem</h3>" + f'<div class="scroll">{rejects}</div>'
+        + "<h3>Warnings on loaded runs</h3>" + warnings
+        + "<h3>Spread (p20–p80) per GPU</h3>"
+        + note("p20 = p80 means the harness had too few repetitions to measure noise: "
+               "no noise information, not no noise.") + spread
+        + "<h3>Liger versions, in kiana's order</h3>"
+        + note("Labels that are not PEP 440 versions (main, a git hash) are placed by the "
+               "time they were first observed.") + f'<div class="scroll">{versions}</div>'
+        + "<h3>Digest conflicts</h3>" + conflicts
+    )  # fmt: skip
+
+
+def provenance(data: ReportData, options: ReportOptions, database: str) -> Html:
+    items: list[tuple[str, object]] = [
+        ("kiana version", __version__),
+        ("generated at (UTC)", data.generated_at.isoformat()),
+        ("command line", options.command_line or "(Python API)"),
+        ("database", database),
+    ]
+    items += [(f"judge: {k}", v) for k, v in options.settings.items()]
+    loads = table(
+        (Column("load"), Column("started"), Column("kiana"), Column("inputs"),
+         Column("read", "right"), Column("loaded", "right"), Column("already present", "right"),
+         Column("rejected", "right"), Column("warned", "right")),
+        ([r["load_id"], str(r["started_at"]), r["kiana_version"], r["inputs"], r["read"],
+          r["loaded"], r["already_present"], r["rejected"], r["warned"]]
+         for r in data.loads.iter_rows(named=True)),
+    )  # fmt: skip
+    return Html(definition_list(items) + "<h3>Loads</h3>" + loads)
+
+
+def render(data: ReportData, options: ReportOptions, *, database: str = "in memory") -> str:
+    """The whole page as one string."""
+    charted = {int(r) for r in data.charted["rank"].to_list()} if data.charted.height else set()
+    sections: list[tuple[str, Callable[[], str], str | None]] = [
+        ("summary", lambda: summary(data), None),
+        ("findings", lambda: findings_table(data.findings, charted, table_id="findings-table",
+                                            limit=options.table_rows),
+         "One row per kernel, timed pass, provider, GPU and pair of Liger versions, over its "
+         "workload sweep; change is the relative change of the median latency (+ = slower). "
+         "Click a column to sort; pick values to filter."),
+        ("charts", lambda: chart_cards(data, options),
+         f"Charts for the {data.charted.height} most important findings (not 'unchanged')."),
+        ("speedup", lambda: speedup_section(data, options.table_rows),
+         "Baseline median / Liger median at the newest version measured in each partition, "
+         "geometric mean over the workload sweep: above 1× Liger is faster; red cells and the "
+         "table below are where it is slower than a same-run baseline."),
+        ("memory", lambda: memory_section(data, charted, options.table_rows),
+         "Peak memory (MB), judged apart from latency."),
+        ("quality", lambda: quality_section(data, options.table_rows), None),
+        ("provenance", lambda: provenance(data, options, database), None),
+    ]  # fmt: skip
+    titles = dict(SECTIONS)
+    body = "".join(section(key, titles[key], build(), intro) for key, build, intro in sections)
+    nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title in SECTIONS)
+    bundle = assets.vega_bundle()
+    csp = assets.content_security_policy([bundle, assets.SCRIPT])
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(options.title)}</title><style>{assets.STYLE}</style></head><body>"
+        f"<header><h1>{esc(options.title)}: did a Liger kernel get slower?</h1>"
+        f'<div class="headline">{esc(headline(data))}</div>'
+        f'<div class="sub">kiana {esc(__version__)} · generated {esc(data.generated_at.isoformat())}'
+        f" · {esc(database)}</div></header><nav>{nav}</nav><main>{body}</main>"
+        f"<script>{bundle}</script><script>{assets.SCRIPT}</script></body></html>\n"
+    )

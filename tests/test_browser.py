@@ -1,0 +1,156 @@
+"""The report in a real browser: headless Debian Chromium driven by Playwright.
+
+Checks: no console error, the charts render (non-empty SVG), filtering the findings
+table works, no request leaves the page, no dialog opens, and no element injected by
+hostile strings exists.  Saves screenshots to tests/artifacts/.  Skips when
+/usr/bin/chromium is absent (``.ci/install-chromium`` installs it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_report_helpers import sample_database
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).parent / "artifacts"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="needs Debian's chromium at /usr/bin/chromium (run .ci/install-chromium)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _report(tmp_path: Path, hostile: bool) -> Path:
+    from kiana import report
+
+    con = sample_database(tmp_path, hostile=hostile)
+    out = tmp_path / "report.html"
+    report.write(out, report.build(con, report.ReportOptions(command_line="kiana report <test>")))
+    return out
+
+
+class Watch:
+    """Console errors, dialogs and network requests seen by one page."""
+
+    def __init__(self, page: Any) -> None:
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("dialog", self._dialog)
+
+        def route(r: Any) -> None:
+            if r.request.url.startswith("file://"):
+                r.continue_()
+            else:
+                self.requests.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+
+def _open(browser: Any, path: Path) -> tuple[Any, Watch]:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    watch = Watch(page)
+    page.goto(path.resolve().as_uri(), wait_until="load")
+    return page, watch
+
+
+def _rendered_svgs(page: Any) -> int:
+    count: int = page.evaluate(
+        """() => Array.from(document.querySelectorAll('div.chart svg'))
+                 .filter(s => s.getBoundingClientRect().width > 50
+                              && s.querySelectorAll('path, rect, line').length > 3).length"""
+    )
+    return count
+
+
+def test_report_renders_and_filters(browser: Any, tmp_path: Path) -> None:
+    page, watch = _open(browser, _report(tmp_path, hostile=False))
+    page.evaluate("() => window.kianaRenderAll()")
+    page.wait_for_function(
+        "() => document.querySelectorAll('div.chart[data-rendered] svg').length"
+        " === document.querySelectorAll('div.chart').length",
+        timeout=15_000,
+    )
+    charts = page.locator("div.chart").count()
+    assert charts >= 3
+    assert _rendered_svgs(page) == charts
+
+    rows = page.locator("#findings-table tbody tr")
+    total = rows.count()
+    assert total >= 2
+    page.select_option('select[data-filter="verdict"][data-table="findings-table"]', "regression")
+    visible = page.locator("#findings-table tbody tr:not([hidden])")
+    assert 0 < visible.count() < total
+    for i in range(visible.count()):
+        assert visible.nth(i).get_attribute("data-verdict") == "regression"
+    assert "showing" in page.locator('[data-count="findings-table"]').inner_text()
+    page.select_option('select[data-filter="verdict"][data-table="findings-table"]', "")
+    assert page.locator("#findings-table tbody tr:not([hidden])").count() == total
+    page.locator("#findings-table th", has_text="median change").click()  # sorting does not break
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(ARTIFACTS / "report-top.png"))
+    page.locator("#f-1").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "report-finding.png"))
+    assert watch.errors == []
+    assert watch.requests == []
+    assert watch.dialogs == []
+    page.close()
+
+
+def test_hostile_strings_stay_text(browser: Any, tmp_path: Path) -> None:
+    page, watch = _open(browser, _report(tmp_path, hostile=True))
+    page.evaluate("() => window.kianaRenderAll()")
+    page.wait_for_function(
+        "() => document.querySelectorAll('div.chart[data-rendered] svg').length > 0",
+        timeout=15_000,
+    )
+    page.wait_for_timeout(300)
+    assert page.locator("img[src=x], svg[onload], script[src]").count() == 0
+    scripts = page.evaluate(
+        "() => Array.from(document.scripts).filter(s => s.type !== 'application/json').length"
+    )
+    assert scripts == 2  # the Vega bundle and kiana's own script, nothing injected
+    text = page.locator("body").inner_text()
+    assert 'layer_norm"><img src=x onerror=alert(1)>' in text  # shown as text
+    assert "</script><script>alert(7)</script>" in text  # a reject's reason, as text
+    assert "[U+202E]" in text  # direction override made visible
+    if os.environ.get("KIANA_SCREENSHOTS"):
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-hostile.png"), full_page=True)
+    assert watch.dialogs == []
+    assert watch.requests == []
+    assert watch.errors == []
+    page.close()
