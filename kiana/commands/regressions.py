@@ -2,7 +2,8 @@
 
 Reads the runs of a kiana database, judges every series (:func:`kiana.stats.judge`)
 and prints the findings, ranked by impact, for people; or with ``--json`` one
-object ``{"steps": [...], "findings": [...], "changepoints": [...]}`` for machines.
+object ``{"steps": [...], "findings": [...], "changepoints": [...], "tradeoffs": [...]}``
+for machines (tradeoffs: a latency improvement paid for with a memory regression).
 ``--fail-on VERDICT`` exits 1 when any (filtered) step has that verdict, for CI.
 Filters apply to the output only: controls and noise floors always use every run.
 """
@@ -140,15 +141,25 @@ def run(args: argparse.Namespace) -> int:
     steps = _filter(result.steps, args)
     findings = _filter(result.findings, args)
     changepoints = _filter(result.changepoints, args)
+    tradeoffs = _filter(result.tradeoffs, args) if result.tradeoffs is not None else None
     if args.json:
         out: dict[str, Any] = {
             "steps": steps.to_dicts(),
             "findings": findings.to_dicts(),
             "changepoints": changepoints.to_dicts(),
+            "tradeoffs": tradeoffs.to_dicts() if tradeoffs is not None else [],
         }
         print(json.dumps(out, default=str, allow_nan=False))
     else:
         _print_table(steps, findings, changepoints, result.runs_judged, frame.height, args)
+        if tradeoffs is not None and tradeoffs.height:
+            print(f"\n{tradeoffs.height} trade-off(s): faster, but more memory at the same step")
+            for row in tradeoffs.head(args.limit).iter_rows(named=True):
+                print(
+                    f"  {row['kernel']}/{row['pass']} {row['provider']} on {row['gpu']} "
+                    f"{row['from_version']}->{row['to_version']}: latency "
+                    f"{_pct(row['latency_change'])}, memory {_pct(row['memory_change'])}"
+                )
     failing = [v for v in args.fail_on if steps.filter(steps["verdict"] == v).height > 0]
     if failing:
         import sys

@@ -26,6 +26,9 @@ class Judgement(Protocol):
     @property
     def findings(self) -> pl.DataFrame: ...
 
+    @property
+    def tradeoffs(self) -> pl.DataFrame | None: ...
+
 
 @dataclass(frozen=True)
 class ReportOptions:
@@ -50,6 +53,7 @@ class ReportData:
     versions: pl.DataFrame  # liger_version, version_rank, version_kind, runs
     findings: pl.DataFrame  # latency findings, most important first, with `rank`
     memory_findings: pl.DataFrame
+    tradeoffs: pl.DataFrame  # latency improvements paid for with a memory regression
     steps: pl.DataFrame
     runs: pl.DataFrame  # runs of the partitions the charts show
     charted: pl.DataFrame  # the findings that get charts
@@ -138,6 +142,7 @@ def gather(
         counts=counts,
         versions=versions,
         findings=latency,
+        tradeoffs=judgement.tradeoffs if judgement.tradeoffs is not None else pl.DataFrame(),
         memory_findings=memory,
         steps=steps,
         runs=chart_runs,

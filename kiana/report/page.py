@@ -162,7 +162,32 @@ def _verdict_rank(verdict: object) -> int:
 def memory_section(data: ReportData, charted: set[int], limit: int) -> Html:
     if data.memory_findings.height == 0:
         return note(f"No memory findings ({data.counts['memory runs']:,} memory runs).")
-    return findings_table(data.memory_findings, charted, table_id="memory-table", limit=limit)
+    return Html(
+        tradeoff_table(data.tradeoffs, limit)
+        + findings_table(data.memory_findings, charted, table_id="memory-table", limit=limit)
+    )
+
+
+def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
+    """Latency improvements paid for with a memory regression at the same step."""
+    if frame.height == 0:
+        return note("No trade-off: no latency improvement came with a memory regression.")
+    shown, cap = _capped(frame, limit, "trade-offs")
+    cols = (Column("kernel"), Column("pass"), Column("provider"), Column("GPU"),
+            Column("step"), Column("latency change", "right"), Column("memory change", "right"),
+            Column("workloads", "right"))  # fmt: skip
+    rows = (
+        [r["kernel"], r["pass"], r["provider"], r["gpu"],
+         f"{r['from_version']} → {r['to_version']}", _change_cell(r["latency_change"]),
+         _change_cell(r["memory_change"]),
+         f"{max(r['latency_workloads'], r['memory_workloads'])}/{r['workloads_total']}"]
+        for r in shown.iter_rows(named=True)
+    )  # fmt: skip
+    body = table(cols, rows, id="tradeoffs-table", sortable=True, empty="no trade-off")
+    return Html(
+        f"<h3>Trade-offs: faster, but more memory at the same step ({frame.height:,})</h3>"
+        + f'<div class="scroll">{body}</div>{cap}'
+    )
 
 
 def chart_cards(data: ReportData, options: ReportOptions) -> Html:

@@ -9,7 +9,9 @@ are, and whether the kernel or the machine moved.
   controls in :mod:`kiana.stats.controls`);
 * ``findings``: steps grouped across the workloads of a sweep
   (:mod:`kiana.stats.sweeps`);
-* ``changepoints``: level shifts in long series (:mod:`kiana.stats.changepoints`).
+* ``changepoints``: level shifts in long series (:mod:`kiana.stats.changepoints`);
+* ``tradeoffs``: latency improvements paid for with a memory regression at the same
+  step (:mod:`kiana.stats.tradeoffs`).
 
 Every stage is a vectorised polars transform; nothing loops over runs in Python.
 Output never holds NaN: missing numbers are null.
@@ -29,6 +31,7 @@ from kiana.stats.options import VERDICTS, JudgeOptions, Verdict, is_liger
 from kiana.stats.series import judgeable, points
 from kiana.stats.steps import decide, measure, pair_points
 from kiana.stats.sweeps import findings as _findings
+from kiana.stats.tradeoffs import tradeoffs as _tradeoffs
 from kiana.stats.versions import check_baseline, parse_version, version_table
 
 __all__ = [
@@ -88,6 +91,8 @@ class Judgement:
     #: The empirical-null factor applied to spread-based noise, and its number of steps.
     noise_scale: float = 1.0
     noise_scale_steps: int = 0
+    #: Latency improvements paid for with a memory regression (see kiana.stats.tradeoffs).
+    tradeoffs: pl.DataFrame | None = None
 
 
 def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
@@ -142,4 +147,5 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
         runs_judged=frame.height,
         noise_scale=scale,
         noise_scale_steps=scale_steps,
+        tradeoffs=_no_nan(_tradeoffs(found)),
     )
