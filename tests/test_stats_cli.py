@@ -72,7 +72,7 @@ def test_json_and_fail_on(database: Path) -> None:
     done = kiana("--db", str(database), "--json", "--fail-on", "regression")
     assert done.returncode == 1, done.stderr
     out = json.loads(done.stdout)
-    assert set(out) == {"steps", "findings", "changepoints"}
+    assert set(out) == {"steps", "findings", "changepoints", "tradeoffs"}
     regressions = [s for s in out["steps"] if s["verdict"] == "regression"]
     assert len(regressions) == 4
     step = regressions[0]

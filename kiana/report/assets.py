@@ -19,17 +19,20 @@ from pathlib import Path
 
 from kiana.errors import KianaError
 
+#: The Vega-Lite version kiana's chart specs are written for (kiana.report.charts builds
+#: them as plain dicts, checked equal to Altair's output in tests/test_report_speed.py).
+VEGA_LITE_VERSION = "6.4"
+
 
 @functools.cache
 def vega_bundle() -> str:
     """Vega, Vega-Lite and vega-embed as one classic script defining ``window.vegaEmbed``.
 
-    Built by vl-convert for the Vega-Lite version Altair writes (about 0.9 MB, ~3 s the
-    first time in a process)."""
-    import altair as alt
+    Built by vl-convert for :data:`VEGA_LITE_VERSION` (about 0.9 MB, ~3 s the first
+    time; then cached on disk)."""
     import vl_convert as vlc
 
-    wanted = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    wanted = VEGA_LITE_VERSION
     version = wanted if wanted in vlc.get_vegalite_versions() else None
     cache = _cache_dir() / f"vega-bundle-vl{version or 'latest'}-vlc{_vlc_version()}.js"
     try:

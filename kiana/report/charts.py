@@ -4,12 +4,20 @@ Every function takes the polars frames kiana's API returns (``kiana.load.runs(co
 ``judge(...).steps`` / ``.findings``), aggregates them to a few hundred rows at most,
 and returns an Altair chart.  Altair is imported inside the functions so that
 ``import kiana`` stays light.
+
+The report draws dozens of charts per page, and Altair validates every ``encode`` and
+``properties`` call against the Vega-Lite schema (some 0.15 s a chart).  So the charts
+of the page also exist as ``*_spec`` functions that build the same Vega-Lite JSON as
+plain dicts, without Altair: ``series_spec(...)`` equals ``to_spec(series(...))`` less
+the ``$schema`` URL, and the same for ``sweep_spec`` and ``speedup_spec``
+(tests/test_report_speed.py holds them equal).  A change to one builder needs the same
+change to its twin.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import polars as pl
 
@@ -47,6 +55,29 @@ def _verdict_scale() -> alt.Scale:
     return alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values()))
 
 
+class _Series(NamedTuple):
+    values: list[dict[str, Any]]
+    order: list[str]  # the versions, oldest first
+    providers: list[str]  # ``provider`` first
+    unit: str
+
+
+def _series_data(
+    runs: pl.DataFrame, partition_id: str | None, metric: str, provider: str | None
+) -> _Series:
+    data = frames.series_frame(runs, partition_id=partition_id, metric=metric)
+    if data.height == 0:
+        raise UsageError(
+            f"no passed {metric} runs for partition {partition_id!r}",
+            hint="pick a partition_id from the runs frame (runs['partition_id'].unique())",
+        )
+    order = frames.version_order(data)
+    unit, scale = frames.display_unit(metric, data["median"].max())
+    data = data.with_columns((pl.col(c) / scale) for c in ("median", "p20", "p80"))
+    providers = sorted(data["provider"].unique().to_list(), key=lambda p: (p != provider, p))
+    return _Series(frames.chart_values(data), order, providers, unit)
+
+
 def series(
     runs: pl.DataFrame,
     *,
@@ -61,16 +92,7 @@ def series(
     ``step=(from, to)`` shades the flagged step; ``provider`` is drawn first."""
     import altair as alt
 
-    data = frames.series_frame(runs, partition_id=partition_id, metric=metric)
-    if data.height == 0:
-        raise UsageError(
-            f"no passed {metric} runs for partition {partition_id!r}",
-            hint="pick a partition_id from the runs frame (runs['partition_id'].unique())",
-        )
-    order = frames.version_order(data)
-    unit, scale = frames.display_unit(metric, data["median"].max())
-    data = data.with_columns((pl.col(c) / scale) for c in ("median", "p20", "p80"))
-    providers = sorted(data["provider"].unique().to_list(), key=lambda p: (p != provider, p))
+    values, order, providers, unit = _series_data(runs, partition_id, metric, provider)
     domain = alt.Scale(domain=order)
     x = alt.X("liger_version:O", scale=domain, title="Liger version", axis=alt.Axis(labelAngle=-40))
     palette = alt.Scale(domain=providers, range=PROVIDER_COLORS[: max(1, len(providers))])
@@ -78,7 +100,6 @@ def series(
     is_liger = f"datum.role == '{LIGER}'"
     role_dash = alt.condition(is_liger, alt.value([1, 0]), alt.value([5, 3]))
     role_width = alt.condition(is_liger, alt.value(3), alt.value(1.5))
-    values = frames.chart_values(data)
     base = alt.Chart(_inline(values)).encode(x=x, color=color)
     band = base.mark_area(opacity=0.15).encode(y="p20:Q", y2="p80:Q")
     tooltip = [
@@ -111,6 +132,25 @@ def series(
     return cast("alt.LayerChart", chart.properties(title=frames.visible(title)) if title else chart)
 
 
+def _sweep_data(
+    steps: pl.DataFrame, finding: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    data = frames.sweep_frame(steps, finding)
+    if data.height == 0:
+        raise UsageError(
+            "no steps match this finding",
+            hint="pass a row of judge(...).findings (row(i, named=True)) and the same result's steps",
+        )
+    return frames.chart_values(data), frames.natural_order(data["workload"].to_list())
+
+
+def _sweep_rules(threshold: float | None) -> list[dict[str, float]]:
+    rules: list[dict[str, float]] = [{"y": 0.0}]
+    if threshold:
+        rules += [{"y": threshold}, {"y": -threshold}]
+    return rules
+
+
 def sweep(
     steps: pl.DataFrame,
     finding: Mapping[str, Any],
@@ -122,14 +162,7 @@ def sweep(
     coloured by verdict, the control (same-run baseline) change as a black tick."""
     import altair as alt
 
-    data = frames.sweep_frame(steps, finding)
-    if data.height == 0:
-        raise UsageError(
-            "no steps match this finding",
-            hint="pass a row of judge(...).findings (row(i, named=True)) and the same result's steps",
-        )
-    order = frames.natural_order(data["workload"].to_list())
-    values = frames.chart_values(data)
+    values, order = _sweep_data(steps, finding)
     x = alt.X("workload:N", sort=order, title="workload", axis=alt.Axis(labelAngle=-40))
     base = alt.Chart(_inline(values)).encode(x=x)
     tooltip = [
@@ -149,9 +182,7 @@ def sweep(
     ticks = base.mark_tick(color="black", thickness=2, size=14).encode(
         y="control_change:Q", tooltip=tooltip
     )
-    rules: list[dict[str, float]] = [{"y": 0.0}]
-    if threshold:
-        rules += [{"y": threshold}, {"y": -threshold}]
+    rules = _sweep_rules(threshold)
     rule = alt.Chart(_inline(rules)).mark_rule(color="#59636e", strokeDash=[3, 3]).encode(y="y:Q")
     chart = alt.layer(bars, ticks, rule).properties(width=max(220, 34 * len(order)), height=230)
     return cast("alt.LayerChart", chart.properties(title=frames.visible(title)) if title else chart)
@@ -193,14 +224,20 @@ def speedup(
     )
 
 
+def _speedup_data(
+    summary: pl.DataFrame, max_rows: int
+) -> tuple[list[dict[str, Any]], list[str], int]:
+    data = summary.sort("row")
+    rows = data["row"].unique(maintain_order=True).to_list()[:max_rows]
+    data = data.filter(pl.col("row").is_in(rows))
+    return frames.chart_values(data), rows, max(1, data["gpu"].n_unique())
+
+
 def speedup_from_summary(summary: pl.DataFrame, *, max_rows: int = 150) -> alt.LayerChart:
     """:func:`speedup` from an already computed ``frames.speedup_summary`` frame."""
     import altair as alt
 
-    data = summary.sort("row")
-    rows = data["row"].unique(maintain_order=True).to_list()[:max_rows]
-    data = data.filter(pl.col("row").is_in(rows))
-    values = frames.chart_values(data)
+    values, rows, gpus = _speedup_data(summary, max_rows)
     base = alt.Chart(_inline(values)).encode(
         y=alt.Y("row:N", sort=rows, title=None, axis=alt.Axis(labelLimit=420)),
         x=alt.X("gpu:N", title=None, axis=alt.Axis(orient="top", labelAngle=0, labelLimit=200)),
@@ -230,7 +267,6 @@ def speedup_from_summary(summary: pl.DataFrame, *, max_rows: int = 150) -> alt.L
         ),
         tooltip=tooltip,
     )
-    gpus = max(1, data["gpu"].n_unique())
     chart = (cells + text).properties(width=min(1000, 190 * gpus), height={"step": 22})
     return cast("alt.LayerChart", chart)
 
@@ -276,6 +312,194 @@ def to_spec(chart: Any) -> dict[str, Any]:
     return spec
 
 
+# The page's charts as Vega-Lite dicts, without Altair (see the module docstring).  Keys
+# are in the order Altair writes them, so the page's JSON is the same text either way.
+
+#: Altair's default ``config`` (its theme), part of every ``to_dict()``.
+_CONFIG: dict[str, Any] = {"view": {"continuousWidth": 300, "continuousHeight": 300}}
+
+
+def _spec(layer: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
+    """A layered chart with its top-level properties (``data``, ``height``, ``title``,
+    ``width``), made visible like :func:`to_spec` (fresh objects: nothing is shared)."""
+    spec: dict[str, Any] = {"config": _CONFIG, "layer": layer, **top}
+    visible: dict[str, Any] = _visible_strings(spec)
+    return visible
+
+
+def _field(name: str, kind: str, **props: Any) -> dict[str, Any]:
+    """An encoding channel of ``name`` (``kind``: nominal, ordinal, quantitative) with
+    ``props`` (axis, format, scale, sort, title), keys sorted the way Altair sorts them."""
+    channel = {"field": name, "type": kind, **props}
+    return {k: channel[k] for k in sorted(channel)}
+
+
+def _if_liger(then: Any, otherwise: Any) -> dict[str, Any]:
+    return {"condition": {"test": f"datum.role == '{LIGER}'", "value": then}, "value": otherwise}
+
+
+def series_spec(
+    runs: pl.DataFrame,
+    *,
+    partition_id: str | None = None,
+    metric: str = "latency",
+    step: tuple[str, str] | None = None,
+    provider: str | None = None,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """``to_spec(series(...))`` without ``$schema``, built without Altair."""
+    values, order, providers, unit = _series_data(runs, partition_id, metric, provider)
+    x = _field(
+        "liger_version", "ordinal", axis={"labelAngle": -40}, scale={"domain": order},
+        title="Liger version",
+    )  # fmt: skip
+    palette = {"domain": providers, "range": PROVIDER_COLORS[: max(1, len(providers))]}
+    color = _field("provider", "nominal", scale=palette, title="provider")
+    data = {"values": values}
+    band = {
+        "data": data,
+        "mark": {"type": "area", "opacity": 0.15},
+        "encoding": {
+            "color": color,
+            "x": x,
+            "y": _field("p20", "quantitative"),
+            "y2": {"field": "p80"},
+        },
+    }
+    tooltip = [
+        _field("provider", "nominal"),
+        _field("liger_version", "nominal", title="version"),
+        _field("median", "quantitative", format=",.4g", title=f"median ({unit})"),
+        _field("p20", "quantitative", format=",.4g"),
+        _field("p80", "quantitative", format=",.4g"),
+        _field("runs", "quantitative"),
+    ]
+    y = _field("median", "quantitative", scale={"zero": False}, title=f"median {metric} ({unit})")
+    line = {
+        "data": data,
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "color": color,
+            "strokeDash": _if_liger([1, 0], [5, 3]),
+            "strokeWidth": _if_liger(3, 1.5),
+            "tooltip": tooltip,
+            "x": x,
+            "y": y,
+        },
+    }
+    layers: list[dict[str, Any]] = []
+    if step is not None and step[0] in order and step[1] in order:
+        marked = {"values": [{"from": step[0], "to": step[1]}]}
+        layers.append({
+            "data": marked,
+            "mark": {"type": "rect", "color": "#cf222e", "opacity": 0.1},
+            "encoding": {
+                "x": _field("from", "ordinal", scale={"domain": order}),
+                "x2": {"field": "to"},
+            },
+        })  # fmt: skip
+        layers.append({
+            "data": marked,
+            "mark": {"type": "rule", "color": "#cf222e", "strokeDash": [4, 3]},
+            "encoding": {"x": _field("to", "ordinal", scale={"domain": order})},
+        })  # fmt: skip
+    titled = {"title": frames.visible(title)} if title else {}
+    if not layers:  # Altair lifts data that every layer shares to the top
+        del band["data"], line["data"]
+        return _spec([band, line], data=data, height=230, **titled, width=440)
+    return _spec([*layers, band, line], height=230, **titled, width=440)
+
+
+def sweep_spec(
+    steps: pl.DataFrame,
+    finding: Mapping[str, Any],
+    *,
+    threshold: float | None = None,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """``to_spec(sweep(...))`` without ``$schema``, built without Altair."""
+    values, order = _sweep_data(steps, finding)
+    x = _field("workload", "nominal", axis={"labelAngle": -40}, sort=order, title="workload")
+    tooltip = [
+        _field("workload", "nominal"),
+        _field("change", "quantitative", format="+.1%"),
+        _field("control_change", "quantitative", format="+.1%", title="control change"),
+        _field("adjusted_change", "quantitative", format="+.1%", title="adjusted change"),
+        _field("control_provider", "nominal", title="control"),
+        _field("verdict", "nominal"),
+        _field("noise_source", "nominal", title="noise from"),
+    ]
+    data = {"values": values}
+    verdicts = {"domain": list(VERDICT_COLORS), "range": list(VERDICT_COLORS.values())}
+    bars = {
+        "data": data,
+        "mark": {"type": "bar"},
+        "encoding": {
+            "color": _field("verdict", "nominal", scale=verdicts, title="verdict"),
+            "tooltip": tooltip,
+            "x": x,
+            "y": _field(
+                "change", "quantitative", axis={"format": "+%"}, title="change (+ = slower)"
+            ),
+        },
+    }
+    ticks = {
+        "data": data,
+        "mark": {"type": "tick", "color": "black", "size": 14, "thickness": 2},
+        "encoding": {"tooltip": tooltip, "x": x, "y": _field("control_change", "quantitative")},
+    }
+    rule = {
+        "data": {"values": _sweep_rules(threshold)},
+        "mark": {"type": "rule", "color": "#59636e", "strokeDash": [3, 3]},
+        "encoding": {"y": _field("y", "quantitative")},
+    }
+    titled = {"title": frames.visible(title)} if title else {}
+    return _spec([bars, ticks, rule], height=230, **titled, width=max(220, 34 * len(order)))
+
+
+def speedup_spec(summary: pl.DataFrame, *, max_rows: int = 150) -> dict[str, Any]:
+    """``to_spec(speedup_from_summary(...))`` without ``$schema``, built without Altair."""
+    values, rows, gpus = _speedup_data(summary, max_rows)
+    x = _field(
+        "gpu", "nominal", axis={"labelAngle": 0, "labelLimit": 200, "orient": "top"}, title=None
+    )
+    y = _field("row", "nominal", axis={"labelLimit": 420}, sort=rows, title=None)
+    tooltip = [
+        _field("row", "nominal", title="kernel · pass · Liger vs baseline"),
+        _field("gpu", "nominal"),
+        _field("geomean", "quantitative", format=".2f", title="geomean speedup"),
+        _field("worst", "quantitative", format=".2f", title="worst workload"),
+        _field("below_1x", "quantitative", title="workloads below 1x"),
+        _field("workloads", "quantitative"),
+        _field("liger_version", "nominal", title="version"),
+    ]
+    scale = {"clamp": True, "domain": [0.5, 2], "domainMid": 1, "scheme": "redblue", "type": "log"}
+    legend = {"format": ".2~f", "values": [0.5, 0.75, 1, 1.5, 2]}
+    cells = {
+        "mark": {"type": "rect", "stroke": "white"},
+        "encoding": {
+            "color": _field("geomean", "quantitative", legend=legend, scale=scale, title="speedup"),
+            "tooltip": tooltip,
+            "x": x,
+            "y": y,
+        },
+    }
+    contrast = "datum.geomean < 0.5 || datum.geomean > 2.5"
+    text = {
+        "mark": {"type": "text", "fontSize": 11},
+        "encoding": {
+            "color": {"condition": {"test": contrast, "value": "white"}, "value": "black"},
+            "text": _field("label", "nominal"),
+            "tooltip": tooltip,
+            "x": x,
+            "y": y,
+        },
+    }
+    return _spec(
+        [cells, text], data={"values": values}, height={"step": 22}, width=min(1000, 190 * gpus)
+    )
+
+
 def _visible_strings(value: Any) -> Any:
     if isinstance(value, str):
         return frames.visible(value)
@@ -287,5 +511,6 @@ def _visible_strings(value: Any) -> Any:
 
 
 __all__: Sequence[str] = (
-    "finding", "overview", "series", "speedup", "speedup_from_summary", "sweep", "to_spec",
+    "finding", "overview", "series", "series_spec", "speedup", "speedup_from_summary",
+    "speedup_spec", "sweep", "sweep_spec", "to_spec",
 )  # fmt: skip

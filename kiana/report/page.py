@@ -198,7 +198,7 @@ def chart_cards(data: ReportData, options: ReportOptions) -> Html:
         rank = int(r["rank"])
         try:
             worst = frames.worst_step(data.steps, r)
-            left = charts.series(
+            left = charts.series_spec(
                 data.runs,
                 partition_id=worst["partition_id"],
                 metric=str(r["metric"]),
@@ -206,7 +206,7 @@ def chart_cards(data: ReportData, options: ReportOptions) -> Html:
                 provider=str(r["provider"]),
                 title=f"{r['provider']} and its baselines, {worst['workload']}",
             )
-            right = charts.sweep(
+            right = charts.sweep_spec(
                 data.steps, r, threshold=options.threshold, title="change across the workload sweep"
             )
         except KianaError as exc:  # a finding the charts cannot draw still gets its card
@@ -238,9 +238,10 @@ def chart_cards(data: ReportData, options: ReportOptions) -> Html:
     return Html("".join(cards))
 
 
-def _chart(chart_id: str, chart: Any) -> str:
-    spec = charts.to_spec(chart)
-    spec.pop("$schema", None)
+def _chart(chart_id: str, spec: dict[str, Any]) -> str:
+    """A chart's placeholder and its Vega-Lite JSON (a ``charts.*_spec`` dict, made
+    visible, with no ``$schema`` URL the browser could be tempted to fetch)."""
+    spec = {k: v for k, v in spec.items() if k != "$schema"}
     return f'<div class="chart pending" id="{chart_id}"></div>' + json_script(
         spec, data_chart=chart_id
     )
@@ -250,7 +251,7 @@ def speedup_section(data: ReportData, limit: int) -> Html:
     if data.speedups.height == 0:
         return note("No partition has a Liger provider and a baseline at the same version.")
     labels = data.speedups["row"].n_unique()
-    chart = _chart("c-speedup", charts.speedup_from_summary(data.speedups, max_rows=CHART_ROWS))
+    chart = _chart("c-speedup", charts.speedup_spec(data.speedups, max_rows=CHART_ROWS))
     if labels > CHART_ROWS:
         chart += note(f"The chart shows the first {CHART_ROWS:,} of {labels:,} rows (by name).")
     flips, cap = _capped(data.flips, limit, "workloads below 1x")
