@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from kiana.commands.common import add_db_option
+
 HELP = "load kernelindex documents (files, folders, globs; .json, .jsonl, .gz) into DuckDB"
-DEFAULT_DB = "kiana.duckdb"
-
-
-def add_db_option(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_DB) -> None:
-    parser.add_argument(
-        "--db",
-        default=default,
-        metavar="FILE",
-        help=f"DuckDB database file (default: {default}); ':memory:' for none",
-    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

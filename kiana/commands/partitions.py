@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kiana.commands.load import add_db_option
+from kiana.commands.common import add_db_option
 
 HELP = "list comparability partitions (kernel, pass, workload, GPU) with providers and versions"
 

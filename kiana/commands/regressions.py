@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kiana.commands.load import add_db_option
+from kiana.commands.common import add_db_option, fraction, open_existing, positive
 
 if TYPE_CHECKING:
     import polars as pl
@@ -23,26 +23,6 @@ HELP = "judge every series: regressions, improvements and drift between Liger ve
 FAIL_CHOICES = ("regression", "drift", "inconclusive", "improvement")
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value < 10.0:
-        raise argparse.ArgumentTypeError(f"out of range: {text!r} (0.03 or 3% is 3%)")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
     parser.add_argument(
@@ -50,11 +30,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="compare every version against this one (default: consecutive versions)",
     )  # fmt: skip
     parser.add_argument(
-        "--threshold", type=_fraction, default=0.03, metavar="FRACTION",
+        "--threshold", type=fraction, default=0.03, metavar="FRACTION",
         help="smallest change that matters, 0.03 or 3%% (default 0.03)",
     )  # fmt: skip
     parser.add_argument(
-        "--separation", type=_positive, default=3.0, metavar="Z",
+        "--separation", type=positive, default=3.0, metavar="Z",
         help="smallest change in noise units, |ln ratio| / noise (default 3)",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
@@ -114,10 +94,9 @@ def _filter(frame: pl.DataFrame, args: argparse.Namespace) -> pl.DataFrame:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
-    from kiana.errors import DatabaseError, UsageError
-    from kiana.load import connect, runs
+    from kiana.errors import UsageError
+    from kiana.load import runs
     from kiana.stats import JudgeOptions, judge
 
     if args.limit < 1:
@@ -128,11 +107,7 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         changepoints=not args.no_changepoints,
     )
-    if args.db != ":memory:" and not Path(args.db).exists():
-        raise DatabaseError(
-            f"{args.db}: no such database", hint="run `kiana load PATH --db FILE` first"
-        )
-    con = connect(None if args.db == ":memory:" else args.db, read_only=True)
+    con = open_existing(args.db)
     try:
         frame = runs(con)
     finally:

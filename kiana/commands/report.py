@@ -13,29 +13,9 @@ import shlex
 import sys
 import time
 
-from kiana.commands.load import DEFAULT_DB
+from kiana.commands.common import DEFAULT_DB, count, fraction
 
 HELP = "write one self-contained HTML report (findings, charts, data quality) that opens offline"
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value < 10.0:
-        raise argparse.ArgumentTypeError(f"out of range: {text!r} (0.03 or 3% is 3%)")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
-    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
     parser.add_argument(
-        "--threshold", type=_fraction, default=0.03, metavar="FRACTION",
+        "--threshold", type=fraction, default=0.03, metavar="FRACTION",
         help="smallest change that matters, 0.03 or 3%% (default 0.03)",
     )  # fmt: skip
     parser.add_argument(
@@ -57,11 +37,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="compare every version against this one (default: consecutive versions)",
     )  # fmt: skip
     parser.add_argument(
-        "--top", type=_count, default=30, metavar="N",
+        "--top", type=count, default=30, metavar="N",
         help="findings that get charts (default 30); the table lists the rest",
     )  # fmt: skip
     parser.add_argument(
-        "--rows", type=_count, default=2000, metavar="N",
+        "--rows", type=count, default=2000, metavar="N",
         help="rows shown per table before a note gives the count (default 2000)",
     )  # fmt: skip
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
