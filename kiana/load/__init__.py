@@ -25,8 +25,8 @@ import polars as pl
 
 from kiana import __version__
 from kiana.errors import DatabaseError
-from kiana.load.schema import ensure_schema
 from kiana.load import sources
+from kiana.load.schema import ensure_schema
 from kiana.load.sources import Batch, batches, expand
 from kiana.load.store import BatchCounts, write_batch
 
@@ -184,7 +184,12 @@ def _load_batches(
     except BaseException as exc:
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")
-        if isinstance(exc, duckdb.IOException | duckdb.OutOfMemoryException):
+        # A COMMIT that cannot write its WAL (full disk, file size limit) surfaces as a
+        # TransactionException "Failed to commit: Could not write file ...".
+        failed_write = isinstance(exc, duckdb.TransactionException) and (
+            "could not write" in str(exc).lower() or "failed to commit" in str(exc).lower()
+        )
+        if isinstance(exc, duckdb.IOException | duckdb.OutOfMemoryException) or failed_write:
             raise DatabaseError(
                 f"the load was rolled back: {exc}",
                 hint="free disk space or memory and load again; nothing was written",

@@ -32,8 +32,10 @@ MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 #: A whole .json file (possibly an array of documents) larger than this is rejected:
 #: such corpora should be JSONL, which streams.
 MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
-BATCH_RECORDS = 20_000
+BATCH_RECORDS = 32_000
 BATCH_BYTES = 48 * 1024 * 1024
+#: JSONL files are read in blocks of about this size, cut at the last newline.
+_BLOCK_BYTES = 4 * 1024 * 1024
 
 _SUFFIXES: dict[str, Kind] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _GLOB_CHARS = set("*?[")
@@ -77,13 +79,38 @@ def classify(path: Path) -> InputFile | None:
     return InputFile(path, kind, gzipped) if kind else None
 
 
+def _walk(root: Path) -> list[tuple[Path, Path]]:
+    """The document files under a folder, recursively, in path order, each with its
+    resolved path; as ``sorted(root.rglob("*"))`` (symlinked folders are not entered)
+    but with one ``scandir`` per folder instead of a ``stat`` and ``resolve`` per file."""
+    real = root.resolve()
+    found: list[tuple[tuple[str, ...], Path, Path]] = []
+
+    def visit(folder: str, real_folder: Path, parts: tuple[str, ...]) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    visit(entry.path, real_folder / entry.name, (*parts, entry.name))
+                elif entry.is_file() and classify(Path(entry.name)):
+                    key = (
+                        Path(entry.path).resolve()
+                        if entry.is_symlink()
+                        else real_folder / entry.name
+                    )
+                    found.append(((*parts, entry.name), Path(entry.path), key))
+
+    visit(os.fspath(root), real, ())
+    found.sort(key=lambda item: item[0])
+    return [(path, key) for _, path, key in found]
+
+
 def expand(paths: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
     """Files, folders (recursively) and globs -> the input files, each once, in order."""
     found: list[InputFile] = []
     seen: set[Path] = set()
 
-    def take(path: Path) -> None:
-        key = path.resolve()
+    def take(path: Path, key: Path | None = None) -> None:
+        key = path.resolve() if key is None else key
         if key in seen:
             return
         seen.add(key)
@@ -99,9 +126,8 @@ def expand(paths: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
         text = os.fspath(raw)
         path = Path(text)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and classify(p))
-            for file in files:
-                take(file)
+            for file, key in _walk(path):
+                take(file, key)
         elif path.is_file():
             take(path)
         elif _GLOB_CHARS & set(text):
@@ -136,19 +162,26 @@ def _decode(data: bytes) -> tuple[str | None, str | None]:
 def _json_records(
     item: InputFile, source: str
 ) -> Iterator[tuple[str, int | None, str | None, str | None]]:
-    if item.path.stat().st_size > MAX_JSON_FILE_BYTES and not item.gzipped:
-        yield (
-            source,
-            None,
-            None,
-            (
-                f"file is {item.path.stat().st_size >> 20} MiB, over the "
-                f"{MAX_JSON_FILE_BYTES >> 20} MiB limit for a .json file; write large corpora as JSONL"
-            ),
-        )
-        return
     with _open(item) as handle:
-        data = handle.read(MAX_JSON_FILE_BYTES + 1)
+        size = 0 if item.gzipped else os.fstat(handle.fileno()).st_size
+        if size > MAX_JSON_FILE_BYTES:
+            yield (
+                source,
+                None,
+                None,
+                (
+                    f"file is {size >> 20} MiB, over the {MAX_JSON_FILE_BYTES >> 20} MiB limit "
+                    "for a .json file; write large corpora as JSONL"
+                ),
+            )
+            return
+        if item.gzipped:
+            data = handle.read(MAX_JSON_FILE_BYTES + 1)
+        else:
+            # read(n) allocates n bytes first: ask for the file's size, not the limit
+            data = handle.read(size + 1)
+            if len(data) > size:  # the file grew since fstat
+                data += handle.read(MAX_JSON_FILE_BYTES + 1 - len(data))
     if len(data) > MAX_JSON_FILE_BYTES:
         yield (
             source,
@@ -167,35 +200,80 @@ def _json_records(
     yield source, None, text, problem
 
 
+def _oversize(source: str, number: int) -> tuple[str, int | None, str | None, str | None]:
+    return (
+        source,
+        number,
+        None,
+        f"line is over the {MAX_DOCUMENT_BYTES >> 20} MiB limit for one document",
+    )
+
+
+def _lines(
+    chunk: bytes, source: str, first: int
+) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+    """The records of ``chunk`` (whole lines, without the last newline), numbered from
+    ``first``.  The chunk is decoded at once; only a chunk with bytes that are not UTF-8
+    is decoded line by line, to say which line and byte."""
+    limit = MAX_DOCUMENT_BYTES
+    try:
+        lines = chunk.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        for number, raw in enumerate(chunk.split(b"\n"), first):
+            if len(raw) > limit:
+                yield _oversize(source, number)
+            elif raw.strip(b" \t\r\x0b\x0c"):
+                text, problem = _decode(raw)
+                yield source, number, text, problem
+        return
+    for number, line in enumerate(lines, first):
+        if len(line) * 4 > limit and len(line.encode("utf-8")) > limit:
+            yield _oversize(source, number)
+        elif line.strip(" \t\r\x0b\x0c"):
+            yield source, number, line[1:] if line.startswith("\ufeff") else line, None
+
+
 def _jsonl_records(
     item: InputFile, source: str
 ) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+    """One record per non-blank line, read in blocks of whole lines (a line over the
+    size limit is skipped without holding it in memory, and rejected)."""
     any_line = False
+    number = 0  # lines seen so far
     with _open(item) as handle:
-        number = 0
+        pending = b""  # the start of a line whose end is not read yet
+        skipping = False  # inside an oversized line
         while True:
-            raw = handle.readline(MAX_DOCUMENT_BYTES + 1)
-            if not raw:
+            block = handle.read(_BLOCK_BYTES)
+            if not block:
                 break
-            number += 1
-            if len(raw) > MAX_DOCUMENT_BYTES and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):  # skip the rest of the oversized line
-                    raw = handle.readline(MAX_DOCUMENT_BYTES)
+            if skipping:
+                cut = block.find(b"\n")
+                if cut < 0:
+                    continue
+                block = block[cut + 1 :]
+                skipping = False
+            data = pending + block if pending else block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+                if len(pending) > MAX_DOCUMENT_BYTES:
+                    number += 1
+                    any_line = True
+                    yield _oversize(source, number)
+                    pending = b""
+                    skipping = True
+                continue
+            pending = data[cut + 1 :]
+            chunk = data[:cut]
+            for record in _lines(chunk, source, number + 1):
                 any_line = True
-                yield (
-                    source,
-                    number,
-                    None,
-                    (f"line is over the {MAX_DOCUMENT_BYTES >> 20} MiB limit for one document"),
-                )
-                continue
-            if not raw.strip():
-                continue
-            any_line = True
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            text, problem = _decode(raw)
-            yield source, number, text, problem
+                yield record
+            number += chunk.count(b"\n") + 1
+        if pending:
+            for record in _lines(pending, source, number + 1):
+                any_line = True
+                yield record
     if not any_line:
         yield source, None, None, "empty file: no document in it"
 

@@ -16,6 +16,12 @@ from __future__ import annotations
 
 API_VERSION = "kernelindex.dev/v1alpha1"
 
+#: Latencies are stored as BIGINT nanoseconds: anything from here up is rejected
+#: (9e18 ns is about 285 years; a larger number is a unit error, not a timing).
+MAX_LATENCY_NS = 9_000_000_000_000_000_000
+#: One document (a JSONL line, a .json file, or one element of a .json array).
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+
 #: The fixed structure each document is parsed into (leaves are raw JSON text).
 STRUCTURE = """{
   "run": {"apiVersion": "JSON", "kind": "JSON",
@@ -98,6 +104,11 @@ _NUMBER_START = "('\"', '{', '[', 't', 'f', 'n')"
 
 #: (wrong-when, JSON path, reason) as SQL expressions, checked in this order.
 CHECKS: tuple[Check, ...] = (
+    (
+        f"doc_bytes > {MAX_DOCUMENT_BYTES}",
+        "'$'",
+        f"'document is ' || (doc_bytes >> 20) || ' MiB, over the {MAX_DOCUMENT_BYTES >> 20} MiB limit for one document'",
+    ),
     (
         "doc_type <> 'OBJECT'",
         "'$'",
@@ -196,6 +207,11 @@ CHECKS: tuple[Check, ...] = (
         "median_path || ' must be positive (got ' || median_raw || ')'",
     ),
     (
+        f"metric = 'latency' AND median_val >= {MAX_LATENCY_NS}",
+        "median_path",
+        f"median_path || ' is too large (got ' || median_raw || '; kiana stores latencies up to {MAX_LATENCY_NS:.0e} ns)'",
+    ),
+    (
         "metric = 'latency' AND median_val <> round(median_val)",
         "median_path",
         "'the median latency must be a whole number of nanoseconds (got ' || median_raw || ')'",
@@ -214,6 +230,11 @@ CHECKS: tuple[Check, ...] = (
         "p80 <= 0 OR NOT isfinite(p80)",
         "'$.run.spec.measurements'",
         "'p80 must be a positive finite number (got ' || p80 || ')'",
+    ),
+    (
+        f"metric = 'latency' AND greatest(p20, p80) >= {MAX_LATENCY_NS}",
+        "'$.run.spec.measurements'",
+        f"'p20/p80 is too large (got ' || greatest(p20, p80) || '; kiana stores latencies up to {MAX_LATENCY_NS:.0e} ns)'",
     ),
     (
         "p20 > median_val",
@@ -267,7 +288,7 @@ CREATE OR REPLACE TEMP TABLE _flat AS
 WITH t AS (
     SELECT rec, item, source || CASE WHEN line IS NOT NULL THEN ':' || line ELSE '' END
                || CASE WHEN item_index IS NOT NULL THEN '[' || item_index || ']' ELSE '' END AS source,
-           doc, json_type(doc) AS doc_type,
+           doc, strlen(doc::VARCHAR) AS doc_bytes, json_type(doc) AS doc_type,
            json_type(doc, {list(CONTAINERS)!r}) AS types,
            json_transform(doc, '{STRUCTURE}') AS d
     FROM _items WHERE problem IS NULL
@@ -296,10 +317,10 @@ WITH t AS (
             json_transform(d.run.spec.measurements,
                 '[{{"metric": "JSON", "statistic": "JSON", "value": "JSON", "unit": "JSON"}}]')
         END AS meas,
-        coalesce(list_position(list_transform(meas, lambda m:
+        coalesce(list_position(list_transform(meas, lambda m: coalesce(
             left(m.metric, 1) = '"' AND left(m.statistic, 1) = '"'
             AND left(m.value, 1) NOT IN {_NUMBER_START}
-            AND isfinite(try_cast(m.value AS DOUBLE))), false), 0) AS bad_measurement,
+            AND isfinite(try_cast(m.value AS DOUBLE)), false)), false), 0) AS bad_measurement,
         list_transform(meas, lambda m: {{'metric': json_extract_string(m.metric, '$'),
             'statistic': json_extract_string(m.statistic, '$'),
             'value': try_cast(m.value AS DOUBLE),
