@@ -1,0 +1,276 @@
+"""Load benchmark: ``kiana load`` against what a user would otherwise run.
+
+    .venv/bin/python bench/corpus.py                     # once: make the corpora
+    .venv/bin/python bench/load.py                       # 10k and 100k, every layout
+    .venv/bin/python bench/load.py --sizes 1m --layouts jsonl jsonl.gz --repeats 1
+    .venv/bin/python bench/load.py --incremental         # +1,000 documents into 1M runs
+
+Contenders, each in its own process (peak memory = that process's ru_maxrss), timing
+the work only (not interpreter start-up nor imports):
+
+* ``kiana``: ``kiana.load.load`` into an empty database file;
+* ``python+polars`` (a): a loop of ``json.load``/``json.loads`` per document, the same
+  flattened run columns in Python dicts, one ``polars.DataFrame`` at the end;
+* ``duckdb read_json`` (b): ``CREATE TABLE ... AS SELECT * FROM read_json(...)`` with
+  auto-detected schema, into an empty database file;
+* ``floor`` (c): DuckDB reads the same bytes and parses each document once
+  (``read_text`` + ``json_valid`` for files; one VARCHAR column per line for JSONL),
+  keeping nothing.
+
+Printed: the median seconds over ``--repeats`` runs, documents per second, the ratio
+to kiana (>1: the contender is slower than kiana) and the peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import OUT, child, machine, median, peak_mib, table
+
+CONTENDERS = ("kiana", "python+polars", "duckdb read_json", "floor")
+
+
+# --- the contenders (run in a child process) ------------------------------------------
+
+
+def _kiana(path: Path, work: Path) -> int:
+    import kiana.load
+
+    con = kiana.load.connect(work / "kiana.duckdb")
+    summary = kiana.load.load(con, [path])
+    con.close()
+    return summary.loaded
+
+
+def _flatten(doc: dict[str, Any]) -> dict[str, Any]:
+    run, env = doc["run"], doc["environment"]
+    spec, meta = run["spec"], run["metadata"]
+    native = spec["sourceNative"]
+    kernel, pass_, provider, _gpu, workload, _ = native["externalId"].split("/")
+    hw = env["spec"]["hardware"]
+    quantiles = {m["statistic"]: m["value"] for m in spec.get("measurements", [])}
+    median_ns = spec.get("timing", {}).get("latencyNs", {}).get("median")
+    return {
+        "family": doc["protocol"]["spec"]["comparability"]["family"],
+        "kernel": kernel,
+        "pass": pass_,
+        "provider": provider,
+        "workload": workload,
+        "gpu": f"{hw['product']} {hw.get('formFactor', '')}".strip(),
+        "vendor": hw["vendor"],
+        "product": hw["product"],
+        "form_factor": hw.get("formFactor"),
+        "architecture": hw.get("architecture"),
+        "liger_version": meta["labels"]["liger_version"],
+        "observed_at": spec["observedAt"],
+        "status": spec["status"],
+        "metric": "latency" if median_ns is not None else "memory",
+        "median": median_ns if median_ns is not None else quantiles.get("median"),
+        "p20": quantiles.get("p20"),
+        "p80": quantiles.get("p80"),
+        "protocol_digest": spec["protocolDigest"],
+        "workload_digest": spec["workloadDigest"],
+        "environment_digest": spec["environmentDigest"],
+        "implementation_digest": spec["implementationDigest"],
+        "benchmark": native["benchmark"],
+        "external_id": native["externalId"],
+        "name": meta.get("name"),
+        "title": meta.get("title"),
+    }
+
+
+def _python_polars(path: Path, work: Path) -> int:
+    import gzip
+
+    import polars as pl
+
+    rows: list[dict[str, Any]] = []
+    if path.is_dir():
+        for file in sorted(path.rglob("*.json")):
+            with open(file, "rb") as handle:
+                rows.append(_flatten(json.load(handle)))
+    else:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+            for line in handle:
+                if line.strip():
+                    rows.append(_flatten(json.loads(line)))
+    frame = pl.DataFrame(rows)
+    frame = frame.with_columns(pl.col("observed_at").str.to_datetime(time_zone="UTC"))
+    return frame.height
+
+
+def _files_glob(path: Path) -> str:
+    return str(path / "**" / "*.json") if path.is_dir() else str(path)
+
+
+def _duckdb_read_json(path: Path, work: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect(str(work / "read_json.duckdb"))
+    fmt = "auto" if path.is_dir() else "newline_delimited"
+    con.execute(
+        f"CREATE TABLE docs AS SELECT * FROM read_json('{_files_glob(path)}', format = '{fmt}')"
+    )
+    (count,) = con.execute("SELECT count(*) FROM docs").fetchall()[0]
+    con.close()
+    return int(count)
+
+
+def _floor(path: Path, work: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect()
+    if path.is_dir():
+        query = f"SELECT count(*) FILTER (WHERE json_valid(content)) FROM read_text('{_files_glob(path)}')"
+    else:
+        query = (
+            f"SELECT count(*) FILTER (WHERE json_valid(line)) FROM read_csv('{path}', "
+            "columns = {'line': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', "
+            "header = false, max_line_size = 16777216)"
+        )
+    (count,) = con.execute(query).fetchall()[0]
+    con.close()
+    return int(count)
+
+
+def _incremental(path: Path, work: Path) -> int:
+    import kiana.load
+
+    con = kiana.load.connect(work / "kiana.duckdb")
+    summary = kiana.load.load(con, [path])
+    con.close()
+    return summary.loaded
+
+
+RUNNERS = {
+    "kiana": _kiana,
+    "python+polars": _python_polars,
+    "duckdb read_json": _duckdb_read_json,
+    "floor": _floor,
+    "incremental": _incremental,
+}
+
+
+def run_one(contender: str, path: Path, work: Path) -> None:
+    started = time.perf_counter()
+    documents = RUNNERS[contender](path, work)
+    seconds = time.perf_counter() - started
+    print(json.dumps({"seconds": seconds, "documents": documents, "peak_mib": peak_mib()}))
+
+
+# --- the driver -----------------------------------------------------------------------
+
+
+def measure(
+    contender: str, path: Path, repeats: int, prepare: Path | None = None
+) -> dict[str, Any]:
+    seconds: list[float] = []
+    peaks: list[float] = []
+    documents = 0
+    for _ in range(repeats):
+        work = Path(tempfile.mkdtemp(prefix="kiana-bench-", dir=OUT))
+        try:
+            if prepare is not None:
+                shutil.copy(prepare, work / "kiana.duckdb")
+            result = child([__file__, "--one", contender, str(path), str(work)])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        seconds.append(result["seconds"])
+        peaks.append(result["peak_mib"])
+        documents = result["documents"]
+    return {"seconds": median(seconds), "peak_mib": max(peaks), "documents": documents}
+
+
+def incremental(repeats: int) -> str:
+    """1,000 new documents into a database that holds the 1M corpus."""
+    import corpus
+
+    from kiana.generate import CorpusConfig, generate, write_corpus
+
+    big = corpus.ensure("1m", "jsonl")
+    base = OUT / "db-1m.duckdb"
+    if not base.exists():
+        print("building the 1M-run database once (kiana load)...", file=sys.stderr)
+        work = Path(tempfile.mkdtemp(prefix="kiana-bench-", dir=OUT))
+        result = child([__file__, "--one", "kiana", str(big), str(work)])
+        shutil.move(work / "kiana.duckdb", base)
+        shutil.rmtree(work, ignore_errors=True)
+        print(f"  {result['seconds']:.1f} s", file=sys.stderr)
+    new = OUT / "corpus" / "new-1k" / "documents.jsonl"
+    if not new.exists():
+        config = CorpusConfig.sized(1000, seed=99)
+        write_corpus(generate(config), new.parent, "jsonl", truth=False)
+    got = measure("incremental", new, repeats, prepare=base)
+    line = (
+        f"incremental: {got['documents']:,} new documents into a 1M-run database: "
+        f"{got['seconds']:.2f} s (median of {repeats}), peak {got['peak_mib']:.0f} MiB "
+        f"(target < 3 s)"
+    )
+    return line
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="kiana load against its baselines")
+    parser.add_argument(
+        "--one", nargs=3, metavar=("CONTENDER", "PATH", "WORK"), help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--sizes", nargs="+", default=["10k", "100k"], choices=["10k", "100k", "1m"]
+    )
+    parser.add_argument("--layouts", nargs="+", default=["files", "jsonl", "jsonl.gz"])
+    parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per case (median)")
+    parser.add_argument("--incremental", action="store_true", help="only the +1,000 case")
+    args = parser.parse_args()
+    if args.one:
+        contender, path, work = args.one
+        run_one(contender, Path(path), Path(work))
+        return 0
+    OUT.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {machine()}")
+    if args.incremental:
+        print(incremental(args.repeats))
+        return 0
+    import corpus
+
+    rows: list[list[str]] = []
+    for size in args.sizes:
+        for layout in args.layouts:
+            path = corpus.ensure(size, layout)
+            results = {c: measure(c, path, args.repeats) for c in args.contenders}
+            base = results.get("kiana")
+            for name, got in results.items():
+                ratio = f"{got['seconds'] / base['seconds']:.2f}x" if base else "-"
+                rows.append(
+                    [
+                        size,
+                        layout,
+                        name,
+                        f"{got['documents']:,}",
+                        f"{got['seconds']:.2f}",
+                        f"{got['documents'] / got['seconds']:,.0f}",
+                        ratio,
+                        f"{got['peak_mib']:,.0f}",
+                    ]
+                )
+            print(table(HEADER, rows[-len(results) :]), flush=True)
+    print()
+    print(f"median of {args.repeats} run(s); ratio = contender time / kiana time")
+    print(table(HEADER, rows))
+    return 0
+
+
+HEADER = ["size", "layout", "contender", "documents", "seconds", "docs/s", "vs kiana", "peak MiB"]
+
+if __name__ == "__main__":
+    sys.exit(main())
