@@ -40,7 +40,29 @@ _LAZY: dict[str, str] = {
     "UsageError": "kiana.errors",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = [
+    "CorpusConfig",
+    "DatabaseError",
+    "InputError",
+    "JudgeOptions",
+    "KianaError",
+    "LoadSummary",
+    "NotComparableError",
+    "PartitionKey",
+    "UsageError",
+    "__version__",
+    "compare",
+    "connect",
+    "ensure_comparable",
+    "ensure_one_partition",
+    "generate",
+    "judge",
+    "load_documents",
+    "load_paths",
+    "partitions",
+    "runs",
+    "write_corpus",
+]
 
 if TYPE_CHECKING:
     from kiana.errors import (
