@@ -1,7 +1,9 @@
 """Writing one batch of checked documents into the tables, without duplicates.
 
 Called inside the load's single transaction (see :mod:`kiana.load`).  Per batch:
-reject what failed a check or a digest-consistency check, drop what is already
+check every document (the fast path of :mod:`kiana.load.fast`, then the full check
+for the few it does not pass as clean), reject what failed a check or a
+digest-consistency check, drop what is already
 stored (``run_id`` is the sha256 of the document's minified JSON, so the same
 document under any file name or layout is stored once), insert the rest.
 """
@@ -15,8 +17,9 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
+from kiana.load.columns import FLAT_SQL
+from kiana.load.fast import FAST_SQL
 from kiana.load.sources import Batch
-from kiana.load.validate import FLAT_SQL
 
 PARTITION_VERSION = "v1"
 
@@ -45,9 +48,8 @@ def _json_error(text: str) -> str:
 _CONFLICTS_SQL = """
 CREATE OR REPLACE TEMP TABLE _conflicts AS
 WITH v AS (
-    SELECT rec, item, source, json_extract_string(d.run.spec.protocolDigest, '$') AS pd,
-           d.protocol AS pc, json_extract_string(d.run.spec.environmentDigest, '$') AS ed,
-           environment_content AS ec
+    SELECT rec, item, source, protocol_digest AS pd, protocol AS pc,
+           environment_digest AS ed, environment AS ec
     FROM _flat WHERE reject_reason IS NULL
 ), firstp AS (
     SELECT pd, arg_min(pc, (rec, item)) AS pc FROM v GROUP BY pd
@@ -79,7 +81,7 @@ JOIN firste fe ON fe.ed = v.ed
 _GOOD_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _good AS
 WITH ok AS (
-    SELECT f.*, sha256(f.doc::VARCHAR) AS run_id
+    SELECT f.* EXCLUDE (doc, reject_path, reject_reason), sha256(f.doc::VARCHAR) AS run_id
     FROM _flat f ANTI JOIN (SELECT rec, item FROM _conflicts WHERE path IS NOT NULL) c
         USING (rec, item)
     WHERE f.reject_reason IS NULL
@@ -87,10 +89,6 @@ WITH ok AS (
     SELECT * FROM ok QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY rec, item) = 1
 )
 SELECT x.*,
-    json_extract_string(x.env.spec.hardware.vendor, '$') AS vendor,
-    json_extract_string(x.env.spec.hardware.product, '$') AS product,
-    json_extract_string(x.env.spec.hardware.formFactor, '$') AS form_factor,
-    json_extract_string(x.env.spec.hardware.architecture, '$') AS architecture,
     CASE WHEN starts_with(lower(product), lower(vendor)) THEN product
          ELSE vendor || ' ' || product END
         || CASE WHEN coalesce(form_factor, '') <> '' THEN ' ' || form_factor ELSE '' END AS gpu,
@@ -108,13 +106,8 @@ SELECT run_id, partition_id, family, bench_parts[1] AS kernel, bench_parts[2] AS
     CASE WHEN metric = 'latency' THEN median_val::BIGINT END AS median_ns,
     CASE WHEN metric = 'latency' THEN round(p20)::BIGINT END AS p20_ns,
     CASE WHEN metric = 'latency' THEN round(p80)::BIGINT END AS p80_ns,
-    json_extract_string(d.run.spec.protocolDigest, '$') AS protocol_digest,
-    json_extract_string(d.run.spec.workloadDigest, '$') AS workload_digest,
-    json_extract_string(d.run.spec.environmentDigest, '$') AS environment_digest,
-    json_extract_string(d.run.spec.implementationDigest, '$') AS implementation_digest,
-    benchmark, external_id,
-    CASE WHEN left(d.run.metadata.name, 1) = '"' THEN json_extract_string(d.run.metadata.name, '$') END AS name,
-    CASE WHEN left(d.run.metadata.title, 1) = '"' THEN json_extract_string(d.run.metadata.title, '$') END AS title,
+    protocol_digest, workload_digest, environment_digest, implementation_digest,
+    benchmark, external_id, name, title,
     source, $load_id AS load_id
 FROM _good
 """
@@ -128,27 +121,27 @@ SELECT run_id, 'timing', 'latency', 'median', median_val, 'ns' FROM _good WHERE 
     AND median_val IS NOT NULL;
 INSERT INTO measurements
 SELECT g.run_id, 'sourceNative', e.key, NULL, try_cast(e.value AS DOUBLE), NULL
-FROM (SELECT run_id, d.run.spec.sourceNative.metrics AS metrics
-      FROM _good WHERE json_type(d.run.spec.sourceNative.metrics) = 'OBJECT') g,
+FROM (SELECT run_id, native_metrics AS metrics
+      FROM _good WHERE json_type(native_metrics) = 'OBJECT') g,
      json_each(g.metrics) e;
 INSERT INTO labels
 SELECT g.run_id, e.key,
     CASE WHEN e.type = 'VARCHAR' THEN json_extract_string(e.value, '$') ELSE e.value::VARCHAR END
-FROM (SELECT run_id, d.run.metadata.labels AS labels FROM _good) g, json_each(g.labels) e;
+FROM (SELECT run_id, labels FROM _good) g, json_each(g.labels) e;
 INSERT INTO protocols
 SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c, '$.metadata.title'),
     json_extract_string(c, '$.spec.comparability.family'), json_extract_string(c, '$.spec.comparability.notes'),
     json_extract_string(c, '$.spec.measurement.timer'), json_extract_string(c, '$.spec.measurement.primaryStatistic'),
     json_extract_string(c, '$.spec.harness.name'), json_extract_string(c, '$.spec.harness.repository'),
     c, src
-FROM (SELECT json_extract_string(d.run.spec.protocolDigest, '$') AS digest,
-             arg_min(d.protocol, (rec, item)) AS c, arg_min(source, (rec, item)) AS src
+FROM (SELECT protocol_digest AS digest,
+             arg_min(protocol, (rec, item)) AS c, arg_min(source, (rec, item)) AS src
       FROM _good GROUP BY ALL) ANTI JOIN protocols USING (digest);
 INSERT INTO environments
 SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c, '$.metadata.title'),
     vendor, product, form_factor, architecture, gpu, json_extract(c, '$.spec.software'), c, src
-FROM (SELECT json_extract_string(d.run.spec.environmentDigest, '$') AS digest,
-             arg_min(environment_content, (rec, item)) AS c, arg_min(source, (rec, item)) AS src,
+FROM (SELECT environment_digest AS digest,
+             arg_min(environment, (rec, item)) AS c, arg_min(source, (rec, item)) AS src,
              arg_min(vendor, (rec, item)) AS vendor, arg_min(product, (rec, item)) AS product,
              arg_min(form_factor, (rec, item)) AS form_factor,
              arg_min(architecture, (rec, item)) AS architecture, arg_min(gpu, (rec, item)) AS gpu
@@ -167,7 +160,7 @@ FROM _good WHERE status <> 'passed'
 UNION ALL
 SELECT $load_id, run_id, source, '$.run.spec.sourceNative.metrics.ms_50', 'native_mismatch',
     'sourceNative ms_50 (' || ms50 || ' ms) disagrees with the median (' || median_val || ' ns)'
-FROM (SELECT *, try_cast(json_extract(d.run.spec.sourceNative.metrics, '$.ms_50') AS DOUBLE) AS ms50
+FROM (SELECT *, try_cast(json_extract(native_metrics, '$.ms_50') AS DOUBLE) AS ms50
       FROM _good)
 WHERE metric = 'latency' AND ms50 IS NOT NULL AND abs(ms50 * 1e6 - median_val) > 1
 """
@@ -190,9 +183,8 @@ FROM (SELECT rec, source, line, text, problem,
       FROM _batch)
 """
 
-#: Stage 1b: one row per candidate document (arrays expanded); the same rows as
-#: :data:`kiana.load.validate.ITEMS_SQL`, which parses every record up to five times
-#: and ran 4x slower as one statement with a CTE.
+#: Stage 1b: one row per candidate document (arrays expanded).  As one statement with
+#: a CTE that parsed every record up to five times it ran 4x slower.
 _ITEMS = """
 SELECT rec, 0 AS item, source, line, NULL AS item_index, j AS doc,
        CASE WHEN problem IS NOT NULL THEN problem
@@ -207,6 +199,34 @@ SELECT rec, unnest(range(n::BIGINT)) AS item, source, line,
 FROM _records WHERE n > 0
 """
 _FLAT = _query(FLAT_SQL)
+
+
+def _check(con: duckdb.DuckDBPyConnection, _items: pa.Table) -> pa.Table:
+    """The checked rows of a batch's candidate documents: the fast path for all, then
+    the full check (:data:`FLAT_SQL`) for the few it does not pass as clean."""
+    _pending = con.sql(
+        "SELECT rec, item, source, line, item_index, doc FROM _items WHERE problem IS NULL"
+    ).to_arrow_table()
+    _fast = con.sql(FAST_SQL).to_arrow_table()
+    (unclean,) = con.execute("SELECT count(*) FROM _fast WHERE NOT clean").fetchall()[0]
+    if not unclean:
+        return con.sql(
+            "SELECT * EXCLUDE (clean), NULL::VARCHAR AS reject_path, "
+            "NULL::VARCHAR AS reject_reason FROM _fast"
+        ).to_arrow_table()
+    _pending = con.sql(
+        "SELECT p.* FROM _pending p SEMI JOIN (SELECT rec, item FROM _fast WHERE NOT clean) "
+        "USING (rec, item)"
+    ).to_arrow_table()
+    _slow = con.sql(_FLAT).to_arrow_table()
+    del _pending
+    return con.sql(
+        "SELECT * EXCLUDE (clean), NULL::VARCHAR AS reject_path, "
+        "NULL::VARCHAR AS reject_reason FROM _fast WHERE clean "
+        "UNION ALL BY NAME SELECT * FROM _slow"
+    ).to_arrow_table()
+
+
 _CONFLICTS = _query(_CONFLICTS_SQL)
 _GOOD = _query(_GOOD_SQL)
 
@@ -243,7 +263,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
             problem = _json_error(text)
         excerpt = text[:200] if text else None
         rows.append((load_id, source, None, problem, excerpt))
-    _flat = con.sql(_FLAT).to_arrow_table()
+    _flat = _check(con, _items)
     _conflicts = con.sql(_CONFLICTS).to_arrow_table()  # read by name in the queries below
     _good = con.sql(_GOOD).to_arrow_table()
     (read,) = con.execute("SELECT count(*) FROM _items").fetchall()[0]

@@ -8,6 +8,10 @@ parsing speed: each document is parsed once by ``json_transform`` into a fixed
 structure whose leaves are raw JSON, so a wrong type never fails the batch or
 widens a column (as ``read_json`` auto-detection would): it fails one check.
 
+The SQL that computes the checked columns and runs the full check lives in
+:mod:`kiana.load.columns`; most documents pass through the cheaper fast path of
+:mod:`kiana.load.fast` and reach the full check only when they are not clean.
+
 Raw JSON leaves are typed by their first character: ``"`` is a string, a digit,
 ``-``, ``N`` (NaN) or ``I`` (Infinity) a number.
 """
@@ -252,95 +256,3 @@ CHECKS: tuple[Check, ...] = (
 def _case(part: int) -> str:
     whens = "\n".join(f"    WHEN coalesce({c[0]}, false) THEN {c[part]}" for c in CHECKS)
     return f"CASE\n{whens}\n  END"
-
-
-def _j(expr: str) -> str:
-    """A raw JSON string leaf -> its text, or NULL when it is not a string."""
-    return f"CASE WHEN left({expr}, 1) = '\"' THEN json_extract_string({expr}, '$') END"
-
-
-#: Stage 1: raw records -> one row per candidate document (arrays expanded).
-ITEMS_SQL = """
-CREATE OR REPLACE TEMP TABLE _items AS
-WITH b AS (
-    SELECT rec, source, line, text, problem,
-           CASE WHEN problem IS NULL AND json_valid(text) THEN json(text) END AS j
-    FROM _batch
-)
-SELECT rec, 0 AS item, source, line, NULL AS item_index, j AS doc,
-       CASE WHEN problem IS NOT NULL THEN problem
-            WHEN j IS NULL THEN 'invalid JSON'
-            WHEN json_type(j) = 'ARRAY' AND json_array_length(j) = 0
-                THEN 'empty array: no document in it' END AS problem,
-       CASE WHEN problem IS NULL AND j IS NULL THEN text[:200] END AS excerpt
-FROM b WHERE j IS NULL OR json_type(j) <> 'ARRAY' OR json_array_length(j) = 0
-UNION ALL
-SELECT rec, unnest(range(json_array_length(j)::BIGINT)) AS item, source, line,
-       unnest(range(json_array_length(j)::BIGINT)) AS item_index,
-       unnest(json_extract(j, '$[*]')) AS doc, NULL, NULL
-FROM b WHERE json_type(j) = 'ARRAY' AND json_array_length(j) > 0
-"""
-
-
-#: Stage 2: candidate documents -> flattened, checked rows.
-FLAT_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _flat AS
-WITH t AS (
-    SELECT rec, item, source || CASE WHEN line IS NOT NULL THEN ':' || line ELSE '' END
-               || CASE WHEN item_index IS NOT NULL THEN '[' || item_index || ']' ELSE '' END AS source,
-           doc, strlen(doc::VARCHAR) AS doc_bytes, json_type(doc) AS doc_type,
-           json_type(doc, {list(CONTAINERS)!r}) AS types,
-           json_transform(doc, '{STRUCTURE}') AS d
-    FROM _items WHERE problem IS NULL
-), t2 AS (
-    SELECT *, json_transform(d.environment, '{ENV_STRUCTURE}') AS env,
-           d.environment AS environment_content
-    FROM t
-), f AS (
-    SELECT *,
-        {_j("d.run.apiVersion")} AS api,
-        {_j("d.run.kind")} AS rkind,
-        {_j("d.protocol->'$.apiVersion'")} AS papi,
-        {_j("env.apiVersion")} AS eapi,
-        {_j("d.run.spec.status")} AS status,
-        try_cast(replace({_j("d.run.spec.observedAt")}, 'Z', '+00:00') AS TIMESTAMPTZ)
-            AT TIME ZONE 'UTC' AS observed_at,
-        {_j("d.run.spec.sourceNative.benchmark")} AS benchmark,
-        {_j("d.run.spec.sourceNative.externalId")} AS external_id,
-        string_split(benchmark, '/') AS bench_parts,
-        string_split(external_id, '/') AS id_parts,
-        json_type(d.run.metadata.labels) AS labels_type,
-        {_j("d.run.metadata.labels->'$.liger_version'")} AS liger_version,
-        {_j("d.protocol->'$.spec.comparability.family'")} AS family,
-        json_type(d.run.spec.measurements) AS meas_type,
-        CASE WHEN json_type(d.run.spec.measurements) = 'ARRAY' THEN
-            json_transform(d.run.spec.measurements,
-                '[{{"metric": "JSON", "statistic": "JSON", "value": "JSON", "unit": "JSON"}}]')
-        END AS meas,
-        coalesce(list_position(list_transform(meas, lambda m: coalesce(
-            left(m.metric, 1) = '"' AND left(m.statistic, 1) = '"'
-            AND left(m.value, 1) NOT IN {_NUMBER_START}
-            AND isfinite(try_cast(m.value AS DOUBLE)), false)), false), 0) AS bad_measurement,
-        list_transform(meas, lambda m: {{'metric': json_extract_string(m.metric, '$'),
-            'statistic': json_extract_string(m.statistic, '$'),
-            'value': try_cast(m.value AS DOUBLE),
-            'unit': CASE WHEN left(m.unit, 1) = '"' THEN json_extract_string(m.unit, '$') END}})
-            AS ms,
-        CASE WHEN d.run.spec.timing.latencyNs.median IS NOT NULL
-             OR NOT list_contains(list_transform(ms, lambda m: m.metric), 'memory')
-             THEN 'latency' ELSE 'memory' END AS metric,
-        CASE WHEN metric = 'latency' THEN d.run.spec.timing.latencyNs.median
-             ELSE list_filter(meas, lambda m: json_extract_string(m.metric, '$') = 'memory'
-                  AND json_extract_string(m.statistic, '$') = 'median')[1].value END AS median_raw,
-        CASE WHEN metric = 'latency' THEN '$.run.spec.timing.latencyNs.median'
-             ELSE '$.run.spec.measurements[memory median].value' END AS median_path,
-        CASE WHEN left(median_raw, 1) NOT IN {_NUMBER_START}
-             THEN try_cast(median_raw AS DOUBLE) END AS median_val,
-        list_filter(ms, lambda m: m.metric = metric AND m.statistic = 'p20')[1].value AS p20,
-        list_filter(ms, lambda m: m.metric = metric AND m.statistic = 'p80')[1].value AS p80,
-        CASE WHEN metric = 'latency' THEN 'ns'
-             ELSE coalesce(list_filter(ms, lambda m: m.metric = 'memory')[1].unit, 'MB') END AS unit
-    FROM t2
-)
-SELECT *, {_case(1)} AS reject_path, {_case(2)} AS reject_reason FROM f
-"""

@@ -1,0 +1,132 @@
+"""The columns of a checked document, computed once for the full check and the fast path.
+
+Both paths parse a document into the same structure of raw JSON leaves (``d``: see
+:data:`kiana.load.validate.STRUCTURE`; ``env``: the environment), then compute the same
+derived columns (:func:`derived`) and hand the writer the same normalised columns
+(:func:`normal`): typed strings and numbers, the four digests, the protocol and
+environment content as JSON.  They differ only in how a string leaf becomes text:
+``json_extract_string`` in the full check (:data:`FLAT_SQL`, any document), or
+dropping the quotes in the fast path (documents without a backslash only, where
+that is the same text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kiana.load.validate import _NUMBER_START, CONTAINERS, ENV_STRUCTURE, STRUCTURE, _case
+
+
+def _j(expr: str) -> str:
+    """A raw JSON string leaf -> its text, or NULL when it is not a string."""
+    return f"CASE WHEN left({expr}, 1) = '\"' THEN json_extract_string({expr}, '$') END"
+
+
+def _plain(expr: str) -> str:
+    """:func:`_j` for documents without a backslash: a string leaf's text is the leaf
+    without its quotes (no escapes to decode), so no JSON parse is needed."""
+    return f"CASE WHEN left({expr}, 1) = '\"' THEN ({expr})[2:-2] END"
+
+
+StringOf = Callable[[str], str]
+
+
+def derived(s: StringOf, measurements: str) -> str:
+    """The columns computed from the parsed leaves ``d`` and ``env``, shared by the full
+    check and the fast path (:mod:`kiana.load.fast`) so that both mean the same; ``s``
+    turns a raw string leaf into its text, ``measurements`` is the list of
+    ``{metric, statistic, value, unit}`` raw leaves (or NULL)."""
+    return f"""
+        {s("d.run.apiVersion")} AS api,
+        {s("d.run.kind")} AS rkind,
+        {s("pj[1]")} AS papi,
+        {s("env.apiVersion")} AS eapi,
+        {s("d.run.spec.status")} AS status,
+        try_cast(replace({s("d.run.spec.observedAt")}, 'Z', '+00:00') AS TIMESTAMPTZ)
+            AT TIME ZONE 'UTC' AS observed_at,
+        {s("d.run.spec.sourceNative.benchmark")} AS benchmark,
+        {s("d.run.spec.sourceNative.externalId")} AS external_id,
+        string_split(benchmark, '/') AS bench_parts,
+        string_split(external_id, '/') AS id_parts,
+        json_type(d.run.metadata.labels) AS labels_type,
+        {s("d.run.metadata.labels->'$.liger_version'")} AS liger_version,
+        {s("pj[2]")} AS family,
+        {measurements} AS meas,
+        coalesce(list_position(list_transform(meas, lambda m: coalesce(
+            left(m.metric, 1) = '"' AND left(m.statistic, 1) = '"'
+            AND left(m.value, 1) NOT IN {_NUMBER_START}
+            AND isfinite(try_cast(m.value AS DOUBLE)), false)), false), 0) AS bad_measurement,
+        list_transform(meas, lambda m: {{'metric': {s("m.metric")},
+            'statistic': {s("m.statistic")}, 'value': try_cast(m.value AS DOUBLE),
+            'unit': {s("m.unit")}}}) AS ms,
+        CASE WHEN d.run.spec.timing.latencyNs.median IS NOT NULL
+             OR NOT list_contains(list_transform(ms, lambda m: m.metric), 'memory')
+             THEN 'latency' ELSE 'memory' END AS metric,
+        CASE WHEN metric = 'latency' THEN d.run.spec.timing.latencyNs.median
+             ELSE list_filter(meas, lambda m: {s("m.metric")} = 'memory'
+                  AND {s("m.statistic")} = 'median')[1].value END AS median_raw,
+        CASE WHEN metric = 'latency' THEN '$.run.spec.timing.latencyNs.median'
+             ELSE '$.run.spec.measurements[memory median].value' END AS median_path,
+        CASE WHEN left(median_raw, 1) NOT IN {_NUMBER_START}
+             THEN try_cast(median_raw AS DOUBLE) END AS median_val,
+        list_filter(ms, lambda m: m.metric = metric AND m.statistic = 'p20')[1].value AS p20,
+        list_filter(ms, lambda m: m.metric = metric AND m.statistic = 'p80')[1].value AS p80,
+        CASE WHEN metric = 'latency' THEN 'ns'
+             ELSE coalesce(list_filter(ms, lambda m: m.metric = 'memory')[1].unit, 'MB') END AS unit"""
+
+
+#: The protocol fields the checks read, as a list of raw leaves ``pj`` (one parse).
+PROTOCOL_PATHS = "['$.apiVersion', '$.spec.comparability.family']"
+
+#: ``source`` as shown in runs and rejects: file, ``:line`` for JSONL, ``[i]`` in arrays.
+SOURCE = (
+    "source || CASE WHEN line IS NOT NULL THEN ':' || line ELSE '' END"
+    " || CASE WHEN item_index IS NOT NULL THEN '[' || item_index || ']' ELSE '' END"
+)
+
+
+def normal(s: StringOf) -> str:
+    """The columns of a checked row, the same for the full check and the fast path;
+    the writer (:mod:`kiana.load.store`) reads only these."""
+    return f"""rec, item, source, doc, status, observed_at, benchmark, external_id,
+        bench_parts, id_parts, liger_version, family, metric, unit, median_val, p20, p80, ms,
+        {s("d.run.spec.protocolDigest")} AS protocol_digest,
+        {s("d.run.spec.workloadDigest")} AS workload_digest,
+        {s("d.run.spec.environmentDigest")} AS environment_digest,
+        {s("d.run.spec.implementationDigest")} AS implementation_digest,
+        {s("d.run.metadata.name")} AS name, {s("d.run.metadata.title")} AS title,
+        d.run.metadata.labels AS labels, d.run.spec.sourceNative.metrics AS native_metrics,
+        d.protocol AS protocol, d.environment AS environment,
+        {s("env.spec.hardware.vendor")} AS vendor, {s("env.spec.hardware.product")} AS product,
+        {s("env.spec.hardware.formFactor")} AS form_factor,
+        {s("env.spec.hardware.architecture")} AS architecture"""
+
+
+_FLAT_DERIVED = derived(
+    _j,
+    "CASE WHEN meas_type = 'ARRAY' THEN json_transform(d.run.spec.measurements, "
+    '\'[{"metric": "JSON", "statistic": "JSON", "value": "JSON", "unit": "JSON"}]\') END',
+)
+
+#: The full check: candidate documents (``_pending``) -> flattened rows, each with the
+#: first failing check's path and reason (NULL when the document is good).
+FLAT_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _flat AS
+WITH t AS (
+    SELECT rec, item, {SOURCE} AS source,
+           doc, strlen(doc::VARCHAR) AS doc_bytes, json_type(doc) AS doc_type,
+           json_type(doc, {list(CONTAINERS)!r}) AS types,
+           json_transform(doc, '{STRUCTURE}') AS d
+    FROM _pending
+), t2 AS (
+    SELECT *, json_transform(d.environment, '{ENV_STRUCTURE}') AS env,
+           json_extract(d.protocol, {PROTOCOL_PATHS}) AS pj
+    FROM t
+), f AS (
+    SELECT *,
+        json_type(d.run.spec.measurements) AS meas_type,
+        {_FLAT_DERIVED}
+    FROM t2
+)
+SELECT {normal(_j)}, {_case(1)} AS reject_path, {_case(2)} AS reject_reason FROM f
+"""

@@ -1,0 +1,69 @@
+"""The fast path of the checks: one parse per document for the documents that pass.
+
+The full check (:data:`kiana.load.columns.FLAT_SQL`) finds the *first* failing check
+of a document and says why, which needs the JSON type of every container, a second
+parse of the measurements and ``json_extract_string`` on every string leaf; planning
+its two ~45-branch ``CASE`` expressions alone costs a noticeable fraction of a batch.
+Rejects are rare, so most documents do not need any of that: :data:`FAST_SQL` parses
+each document once, into the same structure but with the measurements inside it, and
+asks one yes/no question, *is this document clean?*  Clean rows are final (no reject);
+the others (rare) go through the full check, which gives their reason.
+
+A document is clean when all of these hold, and then the full check accepts it with
+the same columns (``tests/test_load_fast.py`` checks both on generated documents):
+
+* it has no backslash, so every string leaf is its raw JSON text without the quotes
+  (``[2:-2]``, no escapes to decode: the same text as ``json_extract_string``);
+* ``run.spec.measurements`` is an array (``json_transform`` gives a list exactly then;
+  a missing or null array is legal but takes the full check);
+* no check of :data:`kiana.load.validate.CHECKS` fires, except the container-type
+  checks, which the others imply: each container holds a required field that must be
+  a string or object (``run.apiVersion``, ``run.spec.status``, ``run.metadata.labels``,
+  ``protocol.apiVersion``, ``protocol.spec.comparability.family``,
+  ``environment.apiVersion``, ``environment.spec.hardware.vendor``), and
+  ``json_transform`` finds no field in anything but an object.
+"""
+
+from __future__ import annotations
+
+from kiana.load.columns import PROTOCOL_PATHS, SOURCE, _plain, derived, normal
+from kiana.load.validate import CHECKS, ENV_STRUCTURE, STRUCTURE
+
+_MEASUREMENTS = '"measurements": "JSON"'
+#: :data:`kiana.load.validate.STRUCTURE` with the measurements parsed in the same pass.
+FAST_STRUCTURE = STRUCTURE.replace(
+    _MEASUREMENTS,
+    '"measurements": [{"metric": "JSON", "statistic": "JSON", "value": "JSON", "unit": "JSON"}]',
+)
+assert FAST_STRUCTURE != STRUCTURE
+
+#: The checks the fast path evaluates: all but the container types (``types[i]``).
+FAST_CHECKS = tuple(check[0] for check in CHECKS if not check[0].startswith("types["))
+
+_CLEAN = (
+    "NOT contains(doc::VARCHAR, '\\') AND d.run.spec.measurements IS NOT NULL AND NOT ("
+    + "\n        OR ".join(f"coalesce({condition}, false)" for condition in FAST_CHECKS)
+    + ")"
+)
+
+#: Candidate documents (``_pending``) -> their checked rows when clean, with ``clean``
+#: false (and the other columns meaningless) when they need the full check.
+FAST_SQL = f"""
+WITH t AS (
+    SELECT rec, item, {SOURCE} AS source,
+           doc, strlen(doc::VARCHAR) AS doc_bytes,
+           CASE WHEN left(doc::VARCHAR, 1) = '{{' THEN 'OBJECT' ELSE '?' END AS doc_type,
+           json_transform(doc, '{FAST_STRUCTURE}') AS d
+    FROM _pending
+), t2 AS (
+    SELECT *, json_transform(d.environment, '{ENV_STRUCTURE}') AS env,
+           json_extract(d.protocol, {PROTOCOL_PATHS}) AS pj
+    FROM t
+), f AS (
+    SELECT *,
+        CASE WHEN d.run.spec.measurements IS NOT NULL THEN 'ARRAY' END AS meas_type,
+        {derived(_plain, "d.run.spec.measurements")}
+    FROM t2
+)
+SELECT {normal(_plain)}, {_CLEAN} AS clean FROM f
+"""
