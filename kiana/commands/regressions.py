@@ -11,11 +11,14 @@ Filters apply to the output only: controls and noise floors always use every run
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kiana.commands.common import add_db_option, fraction, open_existing, positive
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import duckdb
     import polars as pl
 
 HELP = "judge every series: regressions, improvements and drift between Liger versions"
@@ -93,10 +96,9 @@ def _filter(frame: pl.DataFrame, args: argparse.Namespace) -> pl.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
+    import sys
 
     from kiana.errors import UsageError
-    from kiana.load import runs
     from kiana.stats import JudgeOptions, judge
 
     if args.limit < 1:
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     )
     con = open_existing(args.db)
     try:
-        frame = runs(con)
+        frame = _judged_columns(con)
     finally:
         con.close()
     result = judge(frame, options)
@@ -118,13 +120,15 @@ def run(args: argparse.Namespace) -> int:
     changepoints = _filter(result.changepoints, args)
     tradeoffs = _filter(result.tradeoffs, args) if result.tradeoffs is not None else None
     if args.json:
-        out: dict[str, Any] = {
-            "steps": steps.to_dicts(),
-            "findings": findings.to_dicts(),
-            "changepoints": changepoints.to_dicts(),
-            "tradeoffs": tradeoffs.to_dicts() if tradeoffs is not None else [],
-        }
-        print(json.dumps(out, default=str, allow_nan=False))
+        write_json(
+            sys.stdout,
+            {
+                "steps": steps,
+                "findings": findings,
+                "changepoints": changepoints,
+                "tradeoffs": tradeoffs,
+            },
+        )
     else:
         _print_table(steps, findings, changepoints, result.runs_judged, frame.height, args)
         if tradeoffs is not None and tradeoffs.height:
@@ -137,12 +141,140 @@ def run(args: argparse.Namespace) -> int:
                 )
     failing = [v for v in args.fail_on if steps.filter(steps["verdict"] == v).height > 0]
     if failing:
-        import sys
-
         counts = ", ".join(f"{steps.filter(steps['verdict'] == v).height} {v}" for v in failing)
         print(f"kiana regressions: failing: {counts} step(s)", file=sys.stderr)
         return 1
     return 0
+
+
+def _judged_columns(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The runs the statistics read: only their columns (13 of the table's ~33), in
+    the order of :func:`kiana.load.runs` (which reads every column)."""
+    from kiana.stats.series import REQUIRED_COLUMNS
+
+    columns = ", ".join(f'"{c}"' for c in REQUIRED_COLUMNS)
+    frame: pl.DataFrame = con.sql(
+        f"SELECT {columns} FROM runs ORDER BY partition_id, provider, observed_at, run_id"
+    ).pl()
+    return frame
+
+
+#: Rows of a frame encoded per chunk by :func:`_json_rows` (bounds the memory held).
+_JSON_CHUNK = 50_000
+
+
+def write_json(out: TextIO, frames: dict[str, pl.DataFrame | None]) -> None:
+    """Write ``{"name": [row objects], ...}`` and a newline, exactly as
+    ``print(json.dumps({name: frame.to_dicts()}, default=str, allow_nan=False))``
+    would (a missing frame is ``[]``), but streamed chunk by chunk, with every column
+    encoded at once instead of a dict per row: a million steps would otherwise cost
+    two copies of the rows as Python objects and the whole text in memory."""
+    out.write("{")
+    for index, (name, frame) in enumerate(frames.items()):
+        out.write(("" if index == 0 else ", ") + _json_key(name) + ": [")
+        for number, text in enumerate(_json_rows(frame)):
+            if number:
+                out.write(", ")
+            out.write(text)
+        out.write("]")
+    out.write("}\n")
+
+
+def _json_key(name: str) -> str:
+    import json
+
+    return json.dumps(name)
+
+
+#: A character that ``json.dumps`` (``ensure_ascii``) escapes: all but printable ASCII,
+#: and ``"`` and ``\``.  Strings without one are their own JSON text between quotes.
+_ESCAPED = r"[^ !#-\[\]-~]"
+
+
+def _json_rows(frame: pl.DataFrame | None) -> Iterator[str]:
+    """Each chunk of rows of ``frame`` as the text of ``json.dumps`` of its dicts,
+    joined by ``", "``, without the brackets.
+
+    polars builds the texts of every column and row at once; only what polars writes
+    differently from Python goes through Python, one distinct value at a time:
+    strings with a character to escape, and floats below 1e-4 (or from 1e16), which
+    Python writes as ``1e-05`` and polars as ``0.00001``.  Other column types (none
+    in kiana's frames) take ``json.dumps`` itself."""
+    import json
+
+    import polars as pl
+
+    if frame is None or frame.height == 0:
+        return
+    schema = frame.schema
+    simple = all(
+        t == pl.String or t == pl.Boolean or t.is_float() or t.is_integer() for t in schema.values()
+    )
+    if not simple:
+        for chunk in frame.iter_slices(_JSON_CHUNK):
+            yield json.dumps(chunk.to_dicts(), default=str, allow_nan=False)[1:-1]
+        return
+    strings = [c for c, t in schema.items() if t == pl.String]
+    floats = [c for c, t in schema.items() if t.is_float()]
+    for chunk in frame.iter_slices(_JSON_CHUNK):
+        chunk = chunk.with_columns(pl.col(floats).cast(pl.Float64))
+        odd = chunk.select(
+            *(
+                pl.col(c).filter(pl.col(c).str.contains(_ESCAPED)).unique().implode()
+                for c in strings
+            ),
+            *(pl.col(c).filter(_odd_float(c)).unique().implode() for c in floats),
+            pl.any_horizontal(
+                pl.lit(False),
+                *((pl.col(c).is_nan() | pl.col(c).is_infinite()).any() for c in floats),
+            ).alias("_nonfinite"),
+        ).row(0, named=True)
+        if odd["_nonfinite"]:
+            raise ValueError("Out of range float values are not JSON compliant")
+        pieces: list[pl.Expr] = []
+        for index, (name, dtype) in enumerate(schema.items()):
+            pieces.append(pl.lit(("{" if index == 0 else ", ") + _json_key(name) + ": "))
+            pieces.append(_json_text(name, dtype, odd.get(name) or []))
+        rows = chunk.select(pl.concat_str([*pieces, pl.lit("}")])).to_series()
+        yield ", ".join(rows.to_list())
+
+
+def _odd_float(name: str) -> pl.Expr:
+    import polars as pl
+
+    size = pl.col(name).abs()
+    return ((size < 1e-4) & (size > 0)) | (size >= 1e16)
+
+
+def _json_text(name: str, dtype: pl.DataType, odd: list[Any]) -> pl.Expr:
+    """The JSON text of column ``name`` as ``json.dumps`` writes its values; ``odd``:
+    the values polars would write differently (see :func:`_json_rows`)."""
+    from json.encoder import encode_basestring_ascii
+
+    import polars as pl
+
+    column = pl.col(name)
+    if dtype == pl.Boolean:
+        return (
+            pl.when(column.is_null())
+            .then(pl.lit("null"))
+            .when(column)
+            .then(pl.lit("true"))
+            .otherwise(pl.lit("false"))
+        )
+    if dtype.is_integer():
+        return column.cast(pl.String).fill_null("null")
+    if dtype == pl.String:
+        text = pl.lit('"') + column + pl.lit('"')
+        by_python = [encode_basestring_ascii(v) for v in odd]
+    else:
+        text = column.cast(pl.String)
+        by_python = [float.__repr__(v) for v in odd]
+    if odd:
+        text = pl.coalesce(
+            column.replace_strict(odd, by_python, default=None, return_dtype=pl.String), text
+        )
+    return text.fill_null("null")
 
 
 def _pct(value: float | None) -> str:

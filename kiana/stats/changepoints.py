@@ -34,12 +34,11 @@ obviously correct version the tests compare against.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import polars as pl
 
 from kiana.stats.options import SERIES_KEYS, SERIES_LABELS, JudgeOptions
+from kiana.stats.series import series_window
 
 _BATCH_CELLS = 4_000_000  # segments * L * L per numpy batch (32 MB of float64)
 
@@ -47,16 +46,22 @@ _BATCH_CELLS = 4_000_000  # segments * L * L per numpy batch (32 MB of float64)
 def q_statistics(x: np.ndarray, min_size: int) -> np.ndarray:
     """Q(tau) for every segment (row of ``x``, shape G x L) and every split
     ``tau = min_size .. L - min_size``; shape G x (L - 2 min_size + 1)."""
-    g, length = x.shape
-    d = np.abs(x[:, :, None] - x[:, None, :])
-    p = np.zeros((g, length + 1, length + 1), dtype=np.float64)
-    p[:, 1:, 1:] = d.cumsum(axis=1).cumsum(axis=2)
+    length = x.shape[1]
+    # c[:, a, b] = sum of |x_i - x_j| over i <= a, j <= b (2-D prefix sums), built in
+    # place: first down the rows, one row at a time across every segment (the same
+    # additions, in the same order, as ``cumsum(axis=1)``, but along contiguous
+    # memory), then along each row.
+    c = np.subtract(x[:, :, None], x[:, None, :])
+    np.abs(c, out=c)
+    for i in range(1, length):
+        np.add(c[:, i - 1, :], c[:, i, :], out=c[:, i, :])
+    np.cumsum(c, axis=2, out=c)
     tau = np.arange(min_size, length - min_size + 1)
     m = tau.astype(np.float64)
     k = (length - tau).astype(np.float64)
-    full = p[:, length, length][:, None]
-    left = p[:, tau, tau]  # sum over the m x m block, each pair twice
-    between = p[:, tau, length] - left
+    full = c[:, length - 1, length - 1][:, None]
+    left = c[:, tau - 1, tau - 1]  # sum over the m x m block, each pair twice
+    between = c[:, tau - 1, length - 1] - left
     right = full - left - 2.0 * between
     e = 2.0 * between / (m * k) - left / (m * (m - 1.0)) - right / (k * (k - 1.0))
     return np.asarray(m * k / (m + k) * e)
@@ -106,6 +111,29 @@ def _welch_p(x: np.ndarray, floor: np.ndarray, tau: np.ndarray) -> np.ndarray:
     return np.asarray(np.where(np.isfinite(t), p, 0.0))
 
 
+def row_medians(a: np.ndarray) -> np.ndarray:
+    """``np.nanmedian(a, axis=1)`` of a 2-D array, value for value (the middle value,
+    or the mean of the two middle values, of each row's non-NaN values; NaN for a row
+    without any), without its masked-array detour and warnings."""
+    ordered = np.sort(a, axis=1)  # NaN sorts last
+    n = np.count_nonzero(~np.isnan(a), axis=1)
+    rows = np.arange(a.shape[0])
+    high = ordered[rows, np.minimum(n // 2, a.shape[1] - 1)]
+    low = ordered[rows, np.maximum(n // 2 - 1, 0)]
+    with np.errstate(invalid="ignore"):
+        even = (low + high) / 2.0
+    return np.asarray(np.where(n == 0, np.nan, np.where(n % 2 == 1, high, even)))
+
+
+def _median(values: list[float]) -> float:
+    """``float(np.median(values))`` for a short non-empty list without NaN."""
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[half]
+    return (ordered[half - 1] + ordered[half]) / 2.0
+
+
 def detect(
     values: list[np.ndarray], noise: list[np.ndarray], options: JudgeOptions
 ) -> list[list[tuple[int, float]]]:
@@ -127,15 +155,13 @@ def detect(
                 batch = segs[lo : lo + step]
                 x = np.stack([values[s][a:b] for s, a, b in batch])
                 nz = np.stack([noise[s][a:b] for s, a, b in batch])
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    fl = np.nan_to_num(np.nanmedian(nz, axis=1), nan=0.0)
+                fl = np.nan_to_num(row_medians(nz), nan=0.0)
                 q = q_statistics(x, min_size)
                 tau = np.argmax(q, axis=1) + min_size
                 p = _welch_p(x, fl, tau)
                 cols = np.arange(length)[None, :] < tau[:, None]
-                med_l = np.nanmedian(np.where(cols, x, np.nan), axis=1)
-                med_r = np.nanmedian(np.where(cols, np.nan, x), axis=1)
+                med_l = row_medians(np.where(cols, x, np.nan))
+                med_r = row_medians(np.where(cols, np.nan, x))
                 size = np.abs(np.expm1(med_r - med_l))
                 ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
                 for (s, a, b), t, pv, good in zip(
@@ -153,11 +179,12 @@ def changepoints(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     """Change points of every long series, one row each (empty frame when none)."""
     usable = points.filter(pl.col("log_median").is_not_null())
     # points are sorted by series and version; a window count keeps that order.
-    usable = usable.filter(pl.len().over(SERIES_KEYS) >= options.changepoint_min_points)
+    window = series_window(usable)
+    usable = usable.filter(pl.len().over(window) >= options.changepoint_min_points)
     empty = _empty()
     if usable.height == 0:
         return empty_changepoints()
-    ids = usable.select(pl.struct(list(SERIES_KEYS)).rle_id())
+    ids = usable.select(pl.struct(window).rle_id())
     cuts = np.flatnonzero(np.diff(ids.to_series().to_numpy())) + 1
     starts = np.concatenate([[0], cuts]).tolist()
     all_values = usable["log_median"].to_numpy().astype(np.float64)
@@ -172,13 +199,14 @@ def changepoints(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         if not cps:
             continue
         vals = values[s]
+        listed: list[float] = vals.tolist()
         first = starts[s]
         bounds = [0, *(i for i, _ in cps), len(vals)]
         versions = all_versions.slice(first, len(vals)).to_list()
         head = labels.row(first, named=True)
         for j, (i, pv) in enumerate(cps):
-            before = float(np.median(vals[bounds[j] : i]))
-            after = float(np.median(vals[i : bounds[j + 2]]))
+            before = _median(listed[bounds[j] : i])
+            after = _median(listed[i : bounds[j + 2]])
             rows.append(
                 {
                     **head,

@@ -101,7 +101,9 @@ def noise_scale(points: pl.DataFrame) -> tuple[float, int]:
     """The empirical-null factor (see the module docstring) and the number of steps
     it rests on, from the per-version points of :func:`kiana.stats.series.points`
     (sorted by series and version, as that function returns them)."""
-    keys = ["partition_id", "provider", "metric"]
+    from kiana.stats.series import series_window
+
+    keys = series_window(points)
     sigma = pl.col("spread_sigma") / pl.col("n_runs").cast(pl.Float64).sqrt()
     z = (
         points.with_columns(sigma.alias("_s"))

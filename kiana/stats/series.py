@@ -11,6 +11,8 @@ Everything here is a vectorised polars transform, ``f(frame) -> frame``.
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from kiana.stats.noise import SPREAD_TO_SIGMA, run_noise
@@ -53,14 +55,32 @@ def points(runs: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
     ``n_runs``, ``median`` (median of the runs' medians), ``log_median``, ``p20``,
     ``p80`` (medians), ``spread_sigma`` (median positive relative spread / 1.683, null
     when every run has zero spread), ``replicate_sigma`` (sample standard deviation of
-    the log medians, null for one run or identical values), ``last_observed_at``.
+    the log medians, null for one run or identical values), ``last_observed_at``,
+    ``position`` (0-based within the series) and ``series_id`` (an integer per series
+    in the order of its keys; absent when a key is null), sorted by series and version.
     """
     ranked = runs.join(
         versions.select("liger_version", "version_rank"), on="liger_version", how="left"
     )
-    grouped = ranked.group_by(*SERIES_KEYS, "liger_version").agg(
+    series = _series_ids(ranked)
+    if series is None:  # a null key: group by the strings themselves (slower, same result)
+        keys: list[str] = [*SERIES_KEYS, "liger_version"]
+        order: list[str] = [*SERIES_KEYS, "version_rank"]
+        window: list[str] = list(SERIES_KEYS)
+        labels: list[pl.Expr] = []
+    else:
+        # One integer per series, in the order of its keys, and the version's rank (one
+        # per label): grouping, sorting and windows on two integers instead of four
+        # strings; the strings are carried along as first values of their group.
+        ranked = ranked.with_columns(series.alias("series_id"))
+        keys = ["series_id", "version_rank"]
+        order = keys
+        window = ["series_id"]
+        labels = [pl.col(c).first() for c in (*SERIES_KEYS, "liger_version")]
+    grouped = ranked.group_by(*keys).agg(
+        *labels,
         *(pl.col(c).first() for c in SERIES_LABELS),
-        pl.col("version_rank").first(),
+        *([pl.col("version_rank").first()] if series is None else []),
         pl.len().cast(pl.Int64).alias("n_runs"),
         pl.col("median").median(),
         pl.col("p20").median(),
@@ -69,8 +89,14 @@ def points(runs: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
         pl.col("log_median").std(ddof=1).alias("replicate_sigma"),
         pl.col("observed_at").max().alias("last_observed_at"),
     )
+    columns = [
+        *SERIES_KEYS,
+        "liger_version",
+        *(c for c in grouped.columns if c not in SERIES_KEYS and c != "liger_version"),
+    ]
     return (
-        grouped.with_columns(
+        grouped.select(columns)
+        .with_columns(
             pl.when(pl.col("median") > 0)
             .then(pl.col("median").log())
             .otherwise(None)
@@ -81,6 +107,34 @@ def points(runs: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
             .fill_nan(None)
             .alias("replicate_sigma"),
         )
-        .sort(*SERIES_KEYS, "version_rank")
-        .with_columns(pl.int_range(pl.len()).over(SERIES_KEYS).alias("position"))
+        .sort(*order)
+        .with_columns(pl.int_range(pl.len()).over(window).alias("position"))
     )
+
+
+def series_window(points: pl.DataFrame) -> list[str]:
+    """The columns that tell the series of ``points`` apart: the integer
+    ``series_id`` of :func:`points` when present, else the series keys."""
+    return ["series_id"] if "series_id" in points.columns else list(SERIES_KEYS)
+
+
+def _series_ids(runs: pl.DataFrame) -> pl.Expr | None:
+    """An Int64 per row whose order is the order of its series keys (and equal for
+    equal keys), or None when a key or version is null (then callers use the strings)."""
+    if (
+        runs.height == 0
+        or runs.select(
+            pl.any_horizontal(pl.col(*SERIES_KEYS, "version_rank").is_null().any())
+        ).item()
+    ):
+        return None
+    distincts = [runs.get_column(column).unique().sort() for column in SERIES_KEYS]
+    if math.prod(len(d) for d in distincts) >= 2**62:
+        return None
+    combined: pl.Expr = pl.lit(0, pl.Int64)
+    for column, distinct in zip(SERIES_KEYS, distincts, strict=True):
+        code = pl.col(column).replace_strict(
+            distinct, pl.int_range(len(distinct), eager=True), return_dtype=pl.Int64
+        )
+        combined = combined * len(distinct) + code
+    return combined

@@ -35,6 +35,7 @@ import polars as pl
 
 from kiana.stats.noise import worse_source
 from kiana.stats.options import SERIES_KEYS, SERIES_LABELS, JudgeOptions
+from kiana.stats.series import series_window
 
 _SIDE = ("liger_version", "version_rank", "n_runs", "median", "log_median", "sigma",
          "noise_source")  # fmt: skip
@@ -44,8 +45,9 @@ def pair_points(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     """The steps of every series, before verdicts."""
     keys = [*SERIES_KEYS]
     if options.baseline is None:
+        window = series_window(points)
         shifted = points.with_columns(
-            pl.col(c).shift(1).over(keys).alias(f"from_{c}") for c in _SIDE
+            pl.col(c).shift(1).over(window).alias(f"from_{c}") for c in _SIDE
         ).filter(pl.col("from_liger_version").is_not_null())
         paired = shifted.rename({c: f"to_{c}" for c in _SIDE})
     else:
