@@ -1,4 +1,4 @@
-"""Hand-made frames with the contract's columns (docs/CONTRACTS.md), for the report's
+"""Hand-made frames with the contract's columns (docs/ARCHITECTURE.md), for the report's
 tests; no tests here.  ``hostile=True`` puts attack strings into every name."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 Effect = Literal["regression", "improvement", "drift", "outlier"]
 
-#: Columns of :attr:`Corpus.truth`, in order (see docs/CONTRACTS.md).
+#: Columns of :attr:`Corpus.truth`, in order (see docs/ARCHITECTURE.md).
 TRUTH_COLUMNS: tuple[str, ...] = (
     "kernel", "pass", "provider", "gpu", "workload", "metric",
     "from_version", "to_version", "effect", "change", "note",
@@ -519,7 +519,7 @@ class Corpus:
     # -- public -------------------------------------------------------------------------
     @property
     def truth(self) -> pl.DataFrame:
-        """One row per injected effect; see :data:`TRUTH_COLUMNS` and docs/CONTRACTS.md."""
+        """One row per injected effect; see :data:`TRUTH_COLUMNS` and docs/ARCHITECTURE.md."""
         if self._truth_frame is None:
             import polars as pl
 
