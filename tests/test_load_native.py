@@ -32,8 +32,8 @@ _TABLES = {
 
 def _tables(paths: list[Path], *, allow_native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     with monkeypatch.context() as patch:
-        if not allow_native:  # Python reads every file
-            patch.setattr(kiana.load, "batches", lambda files, con=None: sources.batches(files))
+        if not allow_native:
+            patch.setattr(native, "eligible", lambda item: False)
         con = kiana.load.connect(None)
         summary = kiana.load.load(con, paths)
         out = {
@@ -137,43 +137,6 @@ def test_mixed_good_and_bad_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert counts[2] == 15  # 10 from a-good, 5 from b-bad
 
 
-def test_json_files_read_by_duckdb_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    docs = _docs(0, 12)
-    (tmp_path / "a").mkdir()
-    for n, text in enumerate(docs[:6]):
-        (tmp_path / "a" / f"{n}.json").write_text(text)
-    (tmp_path / "a" / "6-bom.json").write_bytes(b"\xef\xbb\xbf" + docs[6].encode())
-    (tmp_path / "a" / "7-bad.json").write_bytes(docs[7].encode()[:50] + b"\xff\xfe")
-    (tmp_path / "a" / "8-empty.json").write_bytes(b"")
-    (tmp_path / "a" / "9-blank.json").write_text(" \r\n\t")
-    (tmp_path / "a" / "9b-bom-blank.json").write_bytes(b"\xef\xbb\xbf  ")
-    (tmp_path / "a" / "10-array.json").write_text("[" + ",".join(docs[8:11]) + "]")
-    (tmp_path / "a" / "11-dup.json").write_text(docs[0])
-    (tmp_path / "a" / "12-crlf.json").write_text(
-        json.dumps(json.loads(docs[11]), indent=2) + "\r\n"
-    )
-    (tmp_path / "a" / "13-truncated.json").write_text(docs[1][:-3])
-    (tmp_path / "a" / "14-escape.json").write_text(
-        docs[2].replace('"layer_norm"', '"layer\\u005fnorm"', 1)
-    )
-    (tmp_path / "a" / "15-empty-array.json").write_text("[]")
-    lines = tmp_path / "b.jsonl"
-    lines.write_text("\n".join(_docs(5, 3)) + "\n")
-    counts, tables = _same([tmp_path / "a", lines, tmp_path / "a" / "3.json"], monkeypatch)
-    assert counts[1] == 12 and counts[2] >= 4 and counts[3] >= 6
-    reasons = " ".join(str(r) for r in tables["rejects"])
-    assert "not valid UTF-8" in reasons and "empty file" in reasons
-
-
-def test_json_files_split_into_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for n, text in enumerate(_docs(0, 9)):
-        (tmp_path / f"{n}.json").write_text(text)
-    (tmp_path / "9.json").write_text(_docs(0, 1)[0])
-    monkeypatch.setattr(sources, "BATCH_RECORDS", 4)
-    counts, _ = _same([tmp_path], monkeypatch)
-    assert counts == (10, 9, 1, 0)
-
-
 def test_batches_split_within_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "many.jsonl"
     path.write_text("\n".join(_docs(0, 50)) + "\n" + "\n".join(_docs(0, 5)) + "\n")
@@ -216,7 +179,6 @@ def test_only_what_duckdb_cannot_take_is_read_by_python(
 ) -> None:
     for n, text in enumerate(_docs(0, 5)):
         (tmp_path / f"{n}.json").write_text(text)
-    (tmp_path / "5.json").write_bytes(b"\xff")
     (tmp_path / "6.jsonl").write_text("\n".join(_docs(5, 3)))
     (tmp_path / "7.jsonl").write_text("\n".join(_docs(8, 3)) + "\r\n")
     by_python: list[str] = []
@@ -228,5 +190,7 @@ def test_only_what_duckdb_cannot_take_is_read_by_python(
 
     monkeypatch.setattr(sources, "_file_records", spy)
     summary = kiana.load.load(kiana.load.connect(None), [tmp_path])
-    assert (summary.read, summary.loaded, summary.rejected) == (12, 11, 1)
-    assert sorted(by_python) == ["5.json", "7.jsonl"]
+    assert (summary.read, summary.loaded, summary.rejected) == (11, 11, 0)
+    # .json files stay with Python: DuckDB's read_blob took 1.3 s for 10k small files
+    # that Python reads in 0.2 s (bench/README.md)
+    assert sorted(by_python) == [*(f"{n}.json" for n in range(5)), "7.jsonl"]

@@ -334,22 +334,11 @@ def batches(
     files: Iterable[InputFile], con: duckdb.DuckDBPyConnection | None = None
 ) -> Iterator[Batch]:
     """Every record of every file, in bounded batches.  Given a connection, DuckDB
-    reads the plain ``.json`` files and the plain JSONL files that
-    :func:`kiana.load.native.eligible` passes (see :mod:`kiana.load.native`)."""
+    reads the plain JSONL files that :func:`kiana.load.native.eligible` passes."""
     from kiana.load import native
 
     batch = Batch()
-    plain_json: list[InputFile] = []  # consecutive plain .json files, read together
     for item in files:
-        if con is not None and item.kind == "json" and not item.gzipped:
-            plain_json.append(item)
-            continue
-        if plain_json and con is not None:
-            if len(batch):
-                yield batch
-                batch = Batch()
-            yield from native.json_batches(con, plain_json)
-            plain_json = []
         if con is not None and native.eligible(item):
             if len(batch):
                 yield batch
@@ -361,10 +350,5 @@ def batches(
             if len(batch) >= BATCH_RECORDS or batch.nbytes >= BATCH_BYTES:
                 yield batch
                 batch = Batch()
-    if plain_json and con is not None:
-        if len(batch):
-            yield batch
-            batch = Batch()
-        yield from native.json_batches(con, plain_json)
     if len(batch):
         yield batch
