@@ -194,3 +194,12 @@ def test_only_what_duckdb_cannot_take_is_read_by_python(
     # .json files stay with Python: DuckDB's read_blob took 1.3 s for 10k small files
     # that Python reads in 0.2 s (bench/README.md)
     assert sorted(by_python) == [*(f"{n}.json" for n in range(5)), "7.jsonl"]
+
+
+def test_progress_counts_files_and_documents_read_by_duckdb(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text("\n".join(_docs(0, 4)))
+    (tmp_path / "b.jsonl").write_text("\n".join(_docs(4, 3)))
+    calls: list[tuple[int, int]] = []
+    con = kiana.load.connect(None)
+    kiana.load.load(con, [tmp_path], progress=lambda files, docs: calls.append((files, docs)))
+    assert calls == [(1, 4), (2, 7)]
