@@ -109,7 +109,7 @@ def load(
     files = expand(paths)
     report = _terminal_progress(len(files)) if progress is True else (progress or None)
     return _load_batches(
-        con, batches(files), [os.fspath(p) for p in paths], len(files), started, report
+        con, batches(files, con), [os.fspath(p) for p in paths], len(files), started, report
     )
 
 
@@ -160,7 +160,7 @@ def _load_batches(
             for name in ("read", "loaded", "already_present", "rejected", "warned"):
                 setattr(total, name, getattr(total, name) + getattr(counts, name))
             if report:
-                done_files.update(batch.source)
+                done_files.update(batch.sources())
                 report(len(done_files), total.read)
         con.execute(
             "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

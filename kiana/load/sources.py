@@ -21,9 +21,14 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
+
+import pyarrow as pa
 
 from kiana.errors import InputError
+
+if TYPE_CHECKING:
+    import duckdb
 
 Kind = Literal["json", "jsonl"]
 
@@ -50,13 +55,45 @@ class InputFile:
 
 @dataclass
 class Batch:
-    """Columns of raw records, ready to hand to DuckDB."""
+    """Columns of raw records, ready to hand to DuckDB: Python lists filled by
+    :meth:`add`, or an Arrow table (``source``, ``line``, ``text``, ``problem``) that
+    DuckDB read itself (:mod:`kiana.load.native`)."""
 
     source: list[str] = field(default_factory=list)
     line: list[int | None] = field(default_factory=list)
     text: list[str | None] = field(default_factory=list)
     problem: list[str | None] = field(default_factory=list)
     nbytes: int = 0
+    arrow: pa.Table | None = None
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> Batch:
+        return cls(arrow=table)
+
+    def table(self) -> pa.Table:
+        """The records as an Arrow table, numbered by ``rec`` from 0."""
+        if self.arrow is not None:
+            return self.arrow.add_column(0, "rec", pa.array(range(self.arrow.num_rows), pa.int64()))
+        return pa.table(
+            {
+                "rec": pa.array(range(len(self)), pa.int64()),
+                "source": pa.array(self.source, pa.string()),
+                "line": pa.array(self.line, pa.int64()),
+                "text": pa.array(self.text, pa.string()),
+                "problem": pa.array(self.problem, pa.string()),
+            }
+        )
+
+    def text_at(self, rec: int) -> str | None:
+        if self.arrow is not None:
+            value: str | None = self.arrow.column("text")[rec].as_py()
+            return value
+        return self.text[rec]
+
+    def sources(self) -> set[str]:
+        if self.arrow is not None:
+            return {str(s) for s in self.arrow.column("source").unique().to_pylist()}
+        return set(self.source)
 
     def add(self, source: str, line: int | None, text: str | None, problem: str | None) -> None:
         self.source.append(source)
@@ -66,7 +103,7 @@ class Batch:
         self.nbytes += len(text) if text else 0
 
     def __len__(self) -> int:
-        return len(self.source)
+        return self.arrow.num_rows if self.arrow is not None else len(self.source)
 
 
 def classify(path: Path) -> InputFile | None:
@@ -293,10 +330,21 @@ def _file_records(item: InputFile) -> Iterator[tuple[str, int | None, str | None
         ) from exc
 
 
-def batches(files: Iterable[InputFile]) -> Iterator[Batch]:
-    """Every record of every file, in bounded batches."""
+def batches(
+    files: Iterable[InputFile], con: duckdb.DuckDBPyConnection | None = None
+) -> Iterator[Batch]:
+    """Every record of every file, in bounded batches.  Given a connection, DuckDB
+    reads the plain JSONL files that :func:`kiana.load.native.eligible` passes."""
+    from kiana.load import native
+
     batch = Batch()
     for item in files:
+        if con is not None and native.eligible(item):
+            if len(batch):
+                yield batch
+                batch = Batch()
+            yield from native.file_batches(con, item)
+            continue
         for source, line, text, problem in _file_records(item):
             batch.add(source, line, text, problem)
             if len(batch) >= BATCH_RECORDS or batch.nbytes >= BATCH_BYTES:

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from kiana.load.columns import FLAT_SQL
 from kiana.load.fast import FAST_SQL
+from kiana.load.hashing import sha256_hex
 from kiana.load.sources import Batch
 
 PARTITION_VERSION = "v1"
@@ -81,20 +82,24 @@ JOIN firste fe ON fe.ed = v.ed
 _GOOD_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _good AS
 WITH ok AS (
-    SELECT f.* EXCLUDE (doc, reject_path, reject_reason), sha256(f.doc::VARCHAR) AS run_id
+    SELECT rec, item, f.doc_sha256 AS run_id
     FROM _flat f ANTI JOIN (SELECT rec, item FROM _conflicts WHERE path IS NOT NULL) c
         USING (rec, item)
     WHERE f.reject_reason IS NULL
 ), firsts AS (
-    SELECT * FROM ok QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY rec, item) = 1
+    -- dedupe on the narrow (rec, item, run_id) only, then one join back to the wide rows
+    SELECT run_id, arg_min(rec, (rec, item)) AS rec, arg_min(item, (rec, item)) AS item
+    FROM ok GROUP BY run_id
+), fresh AS (
+    SELECT * FROM firsts ANTI JOIN runs r USING (run_id)
 )
-SELECT x.*,
+SELECT x.* EXCLUDE (doc, doc_sha256, reject_path, reject_reason), fresh.run_id,
     CASE WHEN starts_with(lower(product), lower(vendor)) THEN product
          ELSE vendor || ' ' || product END
         || CASE WHEN coalesce(form_factor, '') <> '' THEN ' ' || form_factor ELSE '' END AS gpu,
     left(sha256(concat_ws(chr(31), '{PARTITION_VERSION}', family, bench_parts[1], bench_parts[2],
         id_parts[5], gpu)), 16) AS partition_id
-FROM firsts x ANTI JOIN runs r USING (run_id)
+FROM _flat x JOIN fresh USING (rec, item)
 """
 
 _INSERT_RUNS_SQL = """
@@ -198,32 +203,39 @@ SELECT rec, unnest(range(n::BIGINT)) AS item, source, line,
        unnest(json_extract(j, '$[*]')) AS doc, NULL, NULL
 FROM _records WHERE n > 0
 """
+#: Stage 1 as one statement: the parsed records materialised once inside DuckDB
+#: instead of a round trip through Arrow.
+_STAGE1 = f"WITH _records AS MATERIALIZED ({_RECORDS}) {_ITEMS}"
 _FLAT = _query(FLAT_SQL)
+
+
+#: The fast path straight from the candidate documents (no copy of them first), with
+#: the reject columns of the full check: a batch whose documents are all clean is
+#: final once ``clean`` is dropped (zero-copy in Arrow).
+_FAST_ITEMS = FAST_SQL.replace("FROM _pending\n", "FROM _items WHERE problem IS NULL\n", 1)
+assert _FAST_ITEMS != FAST_SQL
+_FAST_ITEMS = (
+    "SELECT *, NULL::VARCHAR AS reject_path, NULL::VARCHAR AS reject_reason FROM ("
+    + _FAST_ITEMS
+    + ")"
+)
 
 
 def _check(con: duckdb.DuckDBPyConnection, _items: pa.Table) -> pa.Table:
     """The checked rows of a batch's candidate documents: the fast path for all, then
     the full check (:data:`FLAT_SQL`) for the few it does not pass as clean."""
-    _pending = con.sql(
-        "SELECT rec, item, source, line, item_index, doc FROM _items WHERE problem IS NULL"
-    ).to_arrow_table()
-    _fast = con.sql(FAST_SQL).to_arrow_table()
+    _fast = con.sql(_FAST_ITEMS).to_arrow_table()
     (unclean,) = con.execute("SELECT count(*) FROM _fast WHERE NOT clean").fetchall()[0]
     if not unclean:
-        return con.sql(
-            "SELECT * EXCLUDE (clean), NULL::VARCHAR AS reject_path, "
-            "NULL::VARCHAR AS reject_reason FROM _fast"
-        ).to_arrow_table()
+        return _fast.drop_columns(["clean"])
     _pending = con.sql(
-        "SELECT p.* FROM _pending p SEMI JOIN (SELECT rec, item FROM _fast WHERE NOT clean) "
-        "USING (rec, item)"
+        "SELECT rec, item, source, line, item_index, doc FROM _items SEMI JOIN "
+        "(SELECT rec, item FROM _fast WHERE NOT clean) USING (rec, item)"
     ).to_arrow_table()
     _slow = con.sql(_FLAT).to_arrow_table()
     del _pending
     return con.sql(
-        "SELECT * EXCLUDE (clean), NULL::VARCHAR AS reject_path, "
-        "NULL::VARCHAR AS reject_reason FROM _fast WHERE clean "
-        "UNION ALL BY NAME SELECT * FROM _slow"
+        "SELECT * EXCLUDE (clean) FROM _fast WHERE clean UNION ALL BY NAME SELECT * FROM _slow"
     ).to_arrow_table()
 
 
@@ -233,24 +245,14 @@ _GOOD = _query(_GOOD_SQL)
 
 def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> BatchCounts:
     """Check, dedupe and insert one batch; returns its counts."""
-    table = pa.table(
-        {
-            "rec": pa.array(range(len(batch)), pa.int64()),
-            "source": pa.array(batch.source, pa.string()),
-            "line": pa.array(batch.line, pa.int64()),
-            "text": pa.array(batch.text, pa.string()),
-            "problem": pa.array(batch.problem, pa.string()),
-        }
-    )
+    table = batch.table()
     # The stages are Arrow tables held in local variables that the queries name
     # (DuckDB's replacement scans find them): neither temp tables nor registered
     # views, whose every replaced version the load's transaction keeps until the
     # commit (memory grew by ~350 MB per batch of 20,000 documents).
     _batch = table
-    _records = con.sql(_RECORDS).to_arrow_table()
+    _items = con.sql(_STAGE1).to_arrow_table()
     del _batch, table
-    _items = con.sql(_ITEMS).to_arrow_table()
-    del _records
     counts = BatchCounts()
     bad = con.execute(
         "SELECT rec, source || CASE WHEN line IS NOT NULL THEN ':' || line ELSE '' END, problem "
@@ -258,16 +260,16 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
     ).fetchall()
     rows = []
     for rec, source, problem in bad:
-        text = batch.text[rec]
+        text = batch.text_at(rec)
         if problem == "invalid JSON" and text is not None:
             problem = _json_error(text)
         excerpt = text[:200] if text else None
         rows.append((load_id, source, None, problem, excerpt))
     _flat = _check(con, _items)
+    _flat = _flat.append_column("doc_sha256", sha256_hex(_flat.column("doc")))
     _conflicts = con.sql(_CONFLICTS).to_arrow_table()  # read by name in the queries below
     _good = con.sql(_GOOD).to_arrow_table()
-    (read,) = con.execute("SELECT count(*) FROM _items").fetchall()[0]
-    (good,) = con.execute("SELECT count(*) FROM _good").fetchall()[0]
+    read, good = _items.num_rows, _good.num_rows
     if rows:
         con.executemany("INSERT INTO rejects VALUES (?, ?, ?, ?, ?)", rows)
     con.execute(

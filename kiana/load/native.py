@@ -1,0 +1,142 @@
+"""DuckDB reads plain JSONL files itself: no Python line splitting, no Python lists.
+
+The Python reader (:mod:`kiana.load.sources`) splits every line into a ``str`` and
+builds the batch's Arrow columns from Python lists; for a large JSONL file that is a
+good part of the load.  For a plain (not gzip) ``.jsonl``/``.ndjson`` file DuckDB's
+CSV reader can do the same work in C++: one ``VARCHAR`` column per line (a delimiter,
+quote and escape that never occur), streamed as Arrow record batches.
+
+It must give *exactly* the records the Python reader gives, so a file takes this path
+only when a cheap byte-level pre-check (:func:`eligible`, ``memchr``-speed scans and one
+UTF-8 validation, no per-line Python work) shows that none of the cases in which the two
+readers could differ occurs:
+
+* bytes that are not UTF-8 (Python names the line and byte), a byte-order mark at the
+  start of a line (Python drops it), ``\\r`` (DuckDB would strip it from CRLF endings;
+  Python keeps it in the text and its excerpts);
+* an empty line (DuckDB skips it, so the line numbers would shift; a line of spaces is
+  kept by both and dropped here as Python drops it);
+* a line over :data:`~kiana.load.sources.MAX_DOCUMENT_BYTES` (Python rejects it);
+* NUL, the delimiter ``\\x01`` or the null string ``\\x02`` anywhere;
+* no document at all (Python rejects the empty file).
+
+Any other file (and every gzip or ``.json`` file) keeps the Python reader.  Line
+numbers come from the order of the rows: the reading cursor preserves insertion order
+(a session setting on its own cursor, so the load's other queries keep running
+unordered), and every line of an eligible file is a row.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kiana.load import sources
+from kiana.load.sources import Batch, InputFile
+
+_DELIMITER = "\x01"
+_NULL = "\x02"
+_FORBIDDEN = (b"\r", b"\x00", _DELIMITER.encode(), _NULL.encode(), b"\n\n", b"\n\xef\xbb\xbf")
+#: Rows per Arrow record batch fetched from the reading cursor.
+_CHUNK_ROWS = 4096
+
+
+def eligible(item: InputFile) -> bool:
+    """Whether DuckDB's reader gives exactly the Python reader's records for the file."""
+    if item.gzipped or item.kind != "jsonl":
+        return False
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    limit = sources.MAX_DOCUMENT_BYTES
+    tail = b"\n"  # as if the file followed a newline: a leading blank line or BOM shows
+    since_newline = 0  # bytes of the current line read so far
+    content = False
+    try:
+        with open(item.path, "rb") as handle:
+            while block := handle.read(sources._BLOCK_BYTES):
+                joined = tail + block
+                if any(bad in joined for bad in _FORBIDDEN):
+                    return False
+                decoder.decode(block)
+                first = block.find(b"\n")
+                if first < 0:
+                    since_newline += len(block)
+                    if since_newline > limit:
+                        return False
+                else:
+                    # lines inside one block are shorter than the block, so only the
+                    # line that crosses into this block can be over the limit
+                    if since_newline + first > limit:
+                        return False
+                    since_newline = len(block) - block.rfind(b"\n") - 1
+                content = content or bool(block.strip())
+                tail = joined[-3:]
+            decoder.decode(b"", final=True)
+    except (UnicodeDecodeError, OSError):
+        return False
+    return content and since_newline <= limit
+
+
+def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReader:
+    cursor.execute("SET SESSION preserve_insertion_order = true")
+    limit = sources.MAX_DOCUMENT_BYTES + 1024
+    query = f"""
+        SELECT text FROM read_csv($path, columns = {{'text': 'VARCHAR'}}, header = false,
+            auto_detect = false, delim = '{_DELIMITER}', quote = '', escape = '',
+            nullstr = '{_NULL}', new_line = '\\n', strict_mode = false,
+            max_line_size = {limit}, buffer_size = {2 * limit})
+    """
+    reader: pa.RecordBatchReader = cursor.sql(query, params={"path": path}).to_arrow_reader(
+        _CHUNK_ROWS
+    )
+    return reader
+
+
+def _batch(source: str, pending: list[pa.Table]) -> Batch:
+    table = pa.concat_tables(pending)  # zero-copy: DuckDB scans the chunks as they are
+    count = table.num_rows
+    return Batch.from_arrow(
+        pa.table(
+            {
+                "source": pa.array([source] * count, pa.string()),
+                "line": table.column("line"),
+                "text": table.column("text"),
+                "problem": pa.nulls(count, pa.string()),
+            }
+        )
+    )
+
+
+def file_batches(con: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator[Batch]:
+    """The records of an :func:`eligible` file in bounded batches, read by DuckDB."""
+    source = str(item.path)
+    line = 0  # lines read so far
+    pending: list[pa.Table] = []
+    rows = nbytes = 0
+    cursor = con.cursor()  # its own session: insertion order kept, closed at the end
+    try:
+        for chunk in _reader(cursor, source):
+            count = chunk.num_rows
+            text = chunk.column(0)
+            numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())
+            line += count
+            part = pa.table({"line": numbers, "text": text})
+            keep = pc.not_equal(pc.utf8_trim(text, " \t\x0b\x0c"), "")
+            if not pc.all(keep).as_py():  # a line of blanks: skipped, as Python skips it
+                part = part.filter(keep)
+            while part.num_rows:
+                piece = part.slice(0, sources.BATCH_RECORDS - rows)
+                part = part.slice(piece.num_rows)
+                pending.append(piece)
+                rows += piece.num_rows
+                nbytes += int(pc.sum(pc.binary_length(piece.column("text"))).as_py() or 0)
+                if rows >= sources.BATCH_RECORDS or nbytes >= sources.BATCH_BYTES:
+                    yield _batch(source, pending)
+                    pending, rows, nbytes = [], 0, 0
+    finally:
+        cursor.close()
+    if rows:
+        yield _batch(source, pending)
