@@ -28,6 +28,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from kiana.export import TABLES as EXPORTED_TABLES
+
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "data" / "seeds" / "layer_norm-backward-huggingface-h100.json"
 REPORT = Path(__file__).resolve().parent / "RELIABILITY.md"
@@ -607,16 +609,8 @@ def write_corpus(path: Path, count: int, *, start: int = 0) -> Path:
     return path
 
 
-TABLES = (
-    "runs",
-    "measurements",
-    "labels",
-    "protocols",
-    "environments",
-    "rejects",
-    "warnings",
-    "loads",
-)
+#: The tables a snapshot compares: every table kiana exports but its metadata.
+TABLES = tuple(t for t in EXPORTED_TABLES if t != "kiana_meta")
 
 
 def snapshot(db: Path) -> dict[str, Any]:

@@ -21,6 +21,22 @@ def add_db_option(parser: argparse.ArgumentParser, *, default: str | None = DEFA
     )
 
 
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """--baseline and --threshold, as kiana.stats.JudgeOptions takes them."""
+    parser.add_argument(
+        "--baseline",
+        metavar="VERSION",
+        help="compare every version against this one (default: consecutive versions)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=fraction,
+        default=0.03,
+        metavar="FRACTION",
+        help="smallest change that matters, 0.03 or 3%% (default 0.03)",
+    )
+
+
 def open_existing(db: str) -> duckdb.DuckDBPyConnection:
     """Open a database that ``kiana load`` made, read-only; a clear error if it is missing."""
     from pathlib import Path

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kiana.commands.common import add_db_option, fraction, open_existing, positive
+from kiana.commands.common import add_db_option, add_judge_options, open_existing, positive
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -28,14 +28,7 @@ FAIL_CHOICES = ("regression", "drift", "inconclusive", "improvement")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
-    parser.add_argument(
-        "--baseline", metavar="VERSION",
-        help="compare every version against this one (default: consecutive versions)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--threshold", type=fraction, default=0.03, metavar="FRACTION",
-        help="smallest change that matters, 0.03 or 3%% (default 0.03)",
-    )  # fmt: skip
+    add_judge_options(parser)
     parser.add_argument(
         "--separation", type=positive, default=3.0, metavar="Z",
         help="smallest change in noise units, |ln ratio| / noise (default 3)",

@@ -13,7 +13,7 @@ import shlex
 import sys
 import time
 
-from kiana.commands.common import DEFAULT_DB, count, fraction
+from kiana.commands.common import DEFAULT_DB, add_judge_options, count
 
 HELP = "write one self-contained HTML report (findings, charts, data quality) that opens offline"
 
@@ -28,14 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"DuckDB database (default without PATHs: {DEFAULT_DB}; with PATHs: in memory)",
     )  # fmt: skip
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
-    parser.add_argument(
-        "--threshold", type=fraction, default=0.03, metavar="FRACTION",
-        help="smallest change that matters, 0.03 or 3%% (default 0.03)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--baseline", metavar="VERSION",
-        help="compare every version against this one (default: consecutive versions)",
-    )  # fmt: skip
+    add_judge_options(parser)
     parser.add_argument(
         "--top", type=count, default=30, metavar="N",
         help="findings that get charts (default 30); the table lists the rest",
