@@ -106,6 +106,7 @@ def test_cli_report_loads_paths_and_writes_file(tmp_path: Path) -> None:
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "kiana report" in html
     assert "wrote" in result.stdout
+    assert "regressions" in result.stdout and "among" in result.stdout  # the headline
 
 
 def test_cli_report_without_database_is_a_clear_error(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             top=args.top, table_rows=args.rows,
             command_line=shlex.join(["kiana", *sys.argv[1:]]),
         )  # fmt: skip
-        html = report.build(
+        html, headline = report.build_with_headline(
             con, options, JudgeOptions(threshold=args.threshold, baseline=args.baseline)
         )
     finally:
@@ -80,5 +80,6 @@ def run(args: argparse.Namespace) -> int:
     path = report.write(args.output, html)
     if not args.quiet:
         size = len(html.encode("utf-8"))
+        print(headline)
         print(f"wrote {path} ({size / 1e6:.2f} MB) in {time.monotonic() - started:.1f} s")
     return 0

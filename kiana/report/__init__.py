@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from kiana.stats import JudgeOptions
 
-__all__ = ["ReportOptions", "build", "write"]
+__all__ = ["ReportOptions", "build", "build_with_headline", "write"]
 
 
 def build(
@@ -30,6 +30,15 @@ def build(
     judge_options: JudgeOptions | None = None,
 ) -> str:
     """The report of everything in the database behind ``con``, as one HTML string."""
+    return build_with_headline(con, options, judge_options)[0]
+
+
+def build_with_headline(
+    con: duckdb.DuckDBPyConnection,
+    options: ReportOptions | None = None,
+    judge_options: JudgeOptions | None = None,
+) -> tuple[str, str]:
+    """The page and its one-line headline (what a terminal shows after writing it)."""
     from kiana import load, stats
     from kiana.report import data, page
 
@@ -43,7 +52,8 @@ def build(
         threshold=options.threshold if options.threshold is not None else judge_options.threshold,
     )
     gathered = data.gather(con, runs, judgement, options)
-    return page.render(gathered, options, database=data.database_label(con))
+    html = page.render(gathered, options, database=data.database_label(con))
+    return html, page.headline(gathered)
 
 
 def write(path: str | os.PathLike[str], html: str) -> Path:
