@@ -28,6 +28,7 @@ from kiana.documents import (
     RunSpec,
     digest,
     environment_document,
+    measurement_parts,
     protocol_document,
     slugify,
     timestamp_z,
@@ -116,35 +117,14 @@ class DocumentFactory:
             )
         stamp, observed = stamps
         run_spec: dict[str, Any] = {"status": spec.status}
-        metric = spec.metric
-        if metric == "latency":
+        if spec.metric == "latency":
             run_spec["timing"] = {
                 "latencyNs": {"median": round(spec.median)},
                 "primaryStatistic": "median",
             }
-            unit = "ns"
-            quantiles: list[tuple[str, float]] = [
-                ("p20", round(spec.p20)),
-                ("p80", round(spec.p80)),
-            ]
-            native = spec.native_metrics or {
-                "ms_20": spec.p20 / 1e6,
-                "ms_50": spec.median / 1e6,
-                "ms_80": spec.p80 / 1e6,
-            }
-        else:
-            unit = "MB"
-            quantiles = [("p20", spec.p20), ("median", spec.median), ("p80", spec.p80)]
-            native = spec.native_metrics or {
-                "mb_20": spec.p20,
-                "mb_50": spec.median,
-                "mb_80": spec.p80,
-            }
+        measurements, native = measurement_parts(spec)
         run_spec["observedAt"] = observed
-        run_spec["measurements"] = [
-            {"unit": unit, "value": value, "metric": metric, "statistic": statistic}
-            for statistic, value in quantiles
-        ]
+        run_spec["measurements"] = measurements
         run_spec["sourceNative"] = {
             "source": SOURCE,
             "metrics": native,
