@@ -78,6 +78,12 @@ def derived(s: StringOf, measurements: str) -> str:
 #: The protocol fields the checks read, as a list of raw leaves ``pj`` (one parse).
 PROTOCOL_PATHS = "['$.apiVersion', '$.spec.comparability.family']"
 
+#: The environment and the two protocol fields, from small second parses of the
+#: parsed document ``d`` of CTE ``t``; the same step in the fast and the full check.
+SIDE_PARTS = f"""SELECT *, json_transform(d.environment, '{ENV_STRUCTURE}') AS env,
+           json_extract(d.protocol, {PROTOCOL_PATHS}) AS pj
+    FROM t"""
+
 #: ``source`` as shown in runs and rejects: file, ``:line`` for JSONL, ``[i]`` in arrays.
 SOURCE = (
     "source || CASE WHEN line IS NOT NULL THEN ':' || line ELSE '' END"
@@ -119,9 +125,7 @@ WITH t AS (
            json_transform(doc, '{STRUCTURE}') AS d
     FROM _pending
 ), t2 AS (
-    SELECT *, json_transform(d.environment, '{ENV_STRUCTURE}') AS env,
-           json_extract(d.protocol, {PROTOCOL_PATHS}) AS pj
-    FROM t
+    {SIDE_PARTS}
 ), f AS (
     SELECT *,
         json_type(d.run.spec.measurements) AS meas_type,

@@ -26,8 +26,8 @@ the same columns (``tests/test_load_fast.py`` checks both on generated documents
 
 from __future__ import annotations
 
-from kiana.load.columns import PROTOCOL_PATHS, SOURCE, _plain, derived, normal
-from kiana.load.validate import CHECKS, ENV_STRUCTURE, STRUCTURE
+from kiana.load.columns import SIDE_PARTS, SOURCE, _plain, derived, normal
+from kiana.load.validate import CHECKS, STRUCTURE
 
 _MEASUREMENTS = '"measurements": "JSON"'
 #: :data:`kiana.load.validate.STRUCTURE` with the measurements parsed in the same pass.
@@ -56,9 +56,7 @@ WITH t AS (
            json_transform(doc, '{FAST_STRUCTURE}') AS d
     FROM _pending
 ), t2 AS (
-    SELECT *, json_transform(d.environment, '{ENV_STRUCTURE}') AS env,
-           json_extract(d.protocol, {PROTOCOL_PATHS}) AS pj
-    FROM t
+    {SIDE_PARTS}
 ), f AS (
     SELECT *,
         CASE WHEN d.run.spec.measurements IS NOT NULL THEN 'ARRAY' END AS meas_type,
