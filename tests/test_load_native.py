@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kiana.load
 from kiana.load import native, sources
@@ -203,3 +205,47 @@ def test_progress_counts_files_and_documents_read_by_duckdb(tmp_path: Path) -> N
     con = kiana.load.connect(None)
     kiana.load.load(con, [tmp_path], progress=lambda files, docs: calls.append((files, docs)))
     assert calls == [(1, 4), (2, 7)]
+
+
+def _eligible_reference(data: bytes, limit: int) -> bool:
+    """The pre-check written the slow, obvious way: the whole file decoded, split."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if any(bad in text for bad in ("\r", "\x00", "\x01", "\x02")):
+        return False
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()  # the newline ends the last line; it does not start an empty one
+    return (
+        bool(text.strip())
+        and all(line != "" and not line.startswith("\ufeff") for line in lines)
+        and all(len(line.encode()) <= limit for line in lines)
+    )
+
+
+_PIECES = st.sampled_from(
+    ["\n", "\n\n", "{}", '{"a": 1}', "é", "✓", "\ufeff", "\r", "  ", "x" * 9, "\x01"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(_PIECES, max_size=12),
+    raw=st.sampled_from([b"", b"\xff", b"\xc3", b"\xe2\x9c"]),
+    cut=st.integers(0, 12),
+    block=st.integers(1, 9),
+)
+def test_eligible_agrees_with_the_slow_reference(
+    tmp_path_factory: pytest.TempPathFactory, pieces: list[str], raw: bytes, cut: int, block: int
+) -> None:
+    data = "".join(pieces).encode()
+    data = data[:cut] + raw + data[cut:]  # invalid or cut UTF-8 anywhere
+    path = tmp_path_factory.mktemp("eligible") / "f.jsonl"
+    path.write_bytes(data)
+    limit = 12
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sources, "_BLOCK_BYTES", block)  # boundaries everywhere
+        patch.setattr(sources, "MAX_DOCUMENT_BYTES", limit)
+        assert _eligible(path) is _eligible_reference(data, limit)

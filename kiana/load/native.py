@@ -28,10 +28,10 @@ unordered), and every line of an eligible file is a row.
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Iterator
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,44 +40,85 @@ from kiana.load.sources import Batch, InputFile
 
 _DELIMITER = "\x01"
 _NULL = "\x02"
-_FORBIDDEN = (b"\r", b"\x00", _DELIMITER.encode(), _NULL.encode(), b"\n\n", b"\n\xef\xbb\xbf")
+#: Bytes that make a file take the Python reader wherever they occur.
+_FORBIDDEN = (b"\r", b"\x00", _DELIMITER.encode(), _NULL.encode())
+_BOM = b"\xef\xbb\xbf"
+_NEWLINE = 10
 #: Rows per Arrow record batch fetched from the reading cursor.
 _CHUNK_ROWS = 4096
 
 
+def _utf8(data: bytes | memoryview) -> bool:
+    """Whether ``data`` is valid UTF-8, checked by Arrow without copying it."""
+    buffer = pa.py_buffer(data)
+    offsets = pa.py_buffer(np.array([0, buffer.size], np.int64))
+    try:
+        pa.LargeStringArray.from_buffers(1, offsets, buffer).validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
 def eligible(item: InputFile) -> bool:
-    """Whether DuckDB's reader gives exactly the Python reader's records for the file."""
+    """Whether DuckDB's reader gives exactly the Python reader's records for the file.
+
+    Per 4 MiB block: four ``memchr`` scans for the forbidden bytes, the newline
+    positions with numpy (empty lines, line lengths, a BOM after a newline), and Arrow's
+    UTF-8 validation of the whole lines (a character never spans a newline), only for
+    a block that is not pure ASCII.  About 0.15 s for 230 MB of JSONL, where decoding
+    to ``str`` and searching two-byte patterns in every block took 0.7 s.
+    """
     if item.gzipped or item.kind != "jsonl":
         return False
-    decoder = codecs.getincrementaldecoder("utf-8")()
     limit = sources.MAX_DOCUMENT_BYTES
-    tail = b"\n"  # as if the file followed a newline: a leading blank line or BOM shows
-    since_newline = 0  # bytes of the current line read so far
+    tail = b"\n"  # the last bytes read, as if the file followed a newline
+    carry = b""  # the bytes after the last newline so far (the line in progress)
     content = False
     try:
         with open(item.path, "rb") as handle:
             while block := handle.read(sources._BLOCK_BYTES):
-                joined = tail + block
-                if any(bad in joined for bad in _FORBIDDEN):
+                if any(bad in block for bad in _FORBIDDEN):
                     return False
-                decoder.decode(block)
-                first = block.find(b"\n")
-                if first < 0:
-                    since_newline += len(block)
-                    if since_newline > limit:
+                plain = block.isascii()
+                if not plain and b"\n" + _BOM in tail[-3:] + block[:3]:
+                    return False  # a byte-order mark after a newline across the boundary
+                view = np.frombuffer(block, np.uint8)
+                newlines = np.flatnonzero(view == _NEWLINE)
+                if not len(newlines):
+                    carry += block
+                    if len(carry) > limit:
                         return False
-                else:
-                    # lines inside one block are shorter than the block, so only the
-                    # line that crosses into this block can be over the limit
-                    if since_newline + first > limit:
+                    tail = (tail + block[-3:])[-3:]
+                    content = content or bool(block.strip())
+                    continue
+                first, last = int(newlines[0]), int(newlines[-1])
+                if first == 0 and tail.endswith(b"\n"):
+                    return False  # an empty line across the boundary
+                if len(carry) + first > limit:
+                    return False  # lines inside one block are shorter than the block
+                if len(newlines) > 1 and bool((np.diff(newlines) == 1).any()):
+                    return False  # an empty line inside the block
+                if not plain:
+                    starts = newlines[newlines + 3 < len(block)]
+                    if bool(
+                        (
+                            (view[starts + 1] == _BOM[0])
+                            & (view[starts + 2] == _BOM[1])
+                            & (view[starts + 3] == _BOM[2])
+                        ).any()
+                    ):
+                        return False  # a byte-order mark at the start of a line
+                    whole = memoryview(block)[first + 1 : last + 1]
+                    if not (_utf8(carry + block[:first]) and _utf8(whole)):
                         return False
-                    since_newline = len(block) - block.rfind(b"\n") - 1
+                elif carry and not _utf8(carry):
+                    return False
                 content = content or bool(block.strip())
-                tail = joined[-3:]
-            decoder.decode(b"", final=True)
-    except (UnicodeDecodeError, OSError):
+                carry = block[last + 1 :]
+                tail = (tail + block[-3:])[-3:]
+    except OSError:
         return False
-    return content and since_newline <= limit
+    return content and len(carry) <= limit and _utf8(carry)
 
 
 def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReader:
