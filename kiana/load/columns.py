@@ -84,6 +84,10 @@ SIDE_PARTS = f"""SELECT *, json_transform(d.environment, '{ENV_STRUCTURE}') AS e
            json_extract(d.protocol, {PROTOCOL_PATHS}) AS pj
     FROM t"""
 
+#: The hash of a protocol or environment (a JSON leaf, or stored ``content``) that the
+#: digest-consistency check compares: the same text gives the same hash.
+CONTENT_HASH = "hash(({})::VARCHAR)"
+
 #: ``source`` as shown in runs and rejects: file, ``:line`` for JSONL, ``[i]`` in arrays.
 SOURCE = (
     "source || CASE WHEN line IS NOT NULL THEN ':' || line ELSE '' END"
@@ -93,16 +97,22 @@ SOURCE = (
 
 def normal(s: StringOf) -> str:
     """The columns of a checked row, the same for the full check and the fast path;
-    the writer (:mod:`kiana.load.store`) reads only these."""
-    return f"""rec, item, source, doc, status, observed_at, benchmark, external_id,
-        bench_parts, id_parts, liger_version, family, metric, unit, median_val, p20, p80, ms,
+    the writer (:mod:`kiana.load.store`) reads only these.  Narrow on purpose: every
+    column crosses into Arrow once per batch, so the document itself stays behind
+    (``run_id`` is hashed from stage 1's copy) and the protocol and environment come
+    as a 64-bit ``hash`` of their JSON text, enough to tell content behind one digest
+    apart; the content of a *new* digest is taken again from its first document."""
+    return f"""rec, item, source, status, observed_at, benchmark, external_id,
+        bench_parts[1] AS kernel, bench_parts[2] AS "pass", id_parts[3] AS provider,
+        id_parts[5] AS workload, liger_version, family, metric, unit, median_val, p20, p80, ms,
         {s("d.run.spec.protocolDigest")} AS protocol_digest,
         {s("d.run.spec.workloadDigest")} AS workload_digest,
         {s("d.run.spec.environmentDigest")} AS environment_digest,
         {s("d.run.spec.implementationDigest")} AS implementation_digest,
         {s("d.run.metadata.name")} AS name, {s("d.run.metadata.title")} AS title,
         d.run.metadata.labels AS labels, d.run.spec.sourceNative.metrics AS native_metrics,
-        d.protocol AS protocol, d.environment AS environment,
+        {CONTENT_HASH.format("d.protocol")} AS protocol_hash,
+        {CONTENT_HASH.format("d.environment")} AS environment_hash,
         {s("env.spec.hardware.vendor")} AS vendor, {s("env.spec.hardware.product")} AS product,
         {s("env.spec.hardware.formFactor")} AS form_factor,
         {s("env.spec.hardware.architecture")} AS architecture"""

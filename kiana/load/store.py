@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from kiana.load.columns import FLAT_SQL
+from kiana.load.columns import CONTENT_HASH, FLAT_SQL
 from kiana.load.fast import FAST_SQL
 from kiana.load.hashing import sha256_hex
 from kiana.load.sources import Batch
@@ -46,45 +46,49 @@ def _json_error(text: str) -> str:
 
 # Digest consistency: the first content seen behind a digest wins; a document whose
 # protocol/environment content differs from it is rejected.
-_CONFLICTS_SQL = """
+_CONFLICTS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _conflicts AS
 WITH v AS (
-    SELECT rec, item, source, protocol_digest AS pd, protocol AS pc,
-           environment_digest AS ed, environment AS ec
+    SELECT rec, item, protocol_digest AS pd, protocol_hash AS ph,
+           environment_digest AS ed, environment_hash AS eh
     FROM _flat WHERE reject_reason IS NULL
 ), firstp AS (
-    SELECT pd, arg_min(pc, (rec, item)) AS pc FROM v GROUP BY pd
+    SELECT pd, arg_min(ph, (rec, item)) AS ph FROM v GROUP BY pd
 ), firste AS (
-    SELECT ed, arg_min(ec, (rec, item)) AS ec FROM v GROUP BY ed
+    SELECT ed, arg_min(eh, (rec, item)) AS eh FROM v GROUP BY ed
+), p AS (
+    SELECT digest, {CONTENT_HASH.format("content")} AS h, first_source FROM protocols
+), e AS (
+    SELECT digest, {CONTENT_HASH.format("content")} AS h, first_source FROM environments
+), c AS (
+    SELECT v.rec, v.item,
+        CASE WHEN p.digest IS NOT NULL AND p.h <> v.ph THEN '$.run.spec.protocolDigest'
+             WHEN p.digest IS NULL AND fp.ph <> v.ph THEN '$.run.spec.protocolDigest'
+             WHEN e.digest IS NOT NULL AND e.h <> v.eh THEN '$.run.spec.environmentDigest'
+             WHEN e.digest IS NULL AND fe.eh <> v.eh THEN '$.run.spec.environmentDigest'
+        END AS path,
+        CASE WHEN path = '$.run.spec.protocolDigest'
+                THEN 'conflicting content: ' || v.pd || ' already names a different protocol (first seen in '
+                     || coalesce(p.first_source, 'this load') || ')'
+             WHEN path IS NOT NULL
+                THEN 'conflicting content: ' || v.ed || ' already names a different environment (first seen in '
+                     || coalesce(e.first_source, 'this load') || ')'
+        END AS reason
+    FROM v
+    LEFT JOIN p ON p.digest = v.pd
+    LEFT JOIN e ON e.digest = v.ed
+    JOIN firstp fp ON fp.pd = v.pd
+    JOIN firste fe ON fe.ed = v.ed
 )
-SELECT v.rec, v.item,
-    CASE WHEN p.content IS NOT NULL AND p.content::VARCHAR <> v.pc::VARCHAR
-            THEN '$.run.spec.protocolDigest'
-         WHEN p.content IS NULL AND fp.pc::VARCHAR <> v.pc::VARCHAR THEN '$.run.spec.protocolDigest'
-         WHEN e.content IS NOT NULL AND e.content::VARCHAR <> v.ec::VARCHAR
-            THEN '$.run.spec.environmentDigest'
-         WHEN e.content IS NULL AND fe.ec::VARCHAR <> v.ec::VARCHAR THEN '$.run.spec.environmentDigest'
-    END AS path,
-    CASE WHEN path = '$.run.spec.protocolDigest'
-            THEN 'conflicting content: ' || v.pd || ' already names a different protocol (first seen in '
-                 || coalesce(p.first_source, 'this load') || ')'
-         WHEN path IS NOT NULL
-            THEN 'conflicting content: ' || v.ed || ' already names a different environment (first seen in '
-                 || coalesce(e.first_source, 'this load') || ')'
-    END AS reason
-FROM v
-LEFT JOIN protocols p ON p.digest = v.pd
-LEFT JOIN environments e ON e.digest = v.ed
-JOIN firstp fp ON fp.pd = v.pd
-JOIN firste fe ON fe.ed = v.ed
+SELECT * FROM c WHERE path IS NOT NULL
 """
 
 _GOOD_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _good AS
 WITH ok AS (
-    SELECT rec, item, f.doc_sha256 AS run_id
-    FROM _flat f ANTI JOIN (SELECT rec, item FROM _conflicts WHERE path IS NOT NULL) c
-        USING (rec, item)
+    SELECT rec, item, i.run_id
+    FROM _flat f JOIN (SELECT rec, item, run_id FROM _items) i USING (rec, item)
+        ANTI JOIN _conflicts c USING (rec, item)
     WHERE f.reject_reason IS NULL
 ), firsts AS (
     -- dedupe on the narrow (rec, item, run_id) only, then one join back to the wide rows
@@ -93,19 +97,18 @@ WITH ok AS (
 ), fresh AS (
     SELECT * FROM firsts ANTI JOIN runs r USING (run_id)
 )
-SELECT x.* EXCLUDE (doc, doc_sha256, reject_path, reject_reason), fresh.run_id,
+SELECT x.* EXCLUDE (reject_path, reject_reason), fresh.run_id,
     CASE WHEN starts_with(lower(product), lower(vendor)) THEN product
          ELSE vendor || ' ' || product END
         || CASE WHEN coalesce(form_factor, '') <> '' THEN ' ' || form_factor ELSE '' END AS gpu,
-    left(sha256(concat_ws(chr(31), '{PARTITION_VERSION}', family, bench_parts[1], bench_parts[2],
-        id_parts[5], gpu)), 16) AS partition_id
+    left(sha256(concat_ws(chr(31), '{PARTITION_VERSION}', family, kernel, "pass",
+        workload, gpu)), 16) AS partition_id
 FROM _flat x JOIN fresh USING (rec, item)
 """
 
 _INSERT_RUNS_SQL = """
 INSERT INTO runs BY NAME
-SELECT run_id, partition_id, family, bench_parts[1] AS kernel, bench_parts[2] AS "pass",
-    id_parts[3] AS provider, id_parts[5] AS workload, gpu, vendor, product, form_factor,
+SELECT run_id, partition_id, family, kernel, "pass", provider, workload, gpu, vendor, product, form_factor,
     architecture, liger_version, observed_at, status, metric, unit,
     median_val AS median, p20, p80,
     CASE WHEN metric = 'latency' THEN median_val::BIGINT END AS median_ns,
@@ -139,18 +142,22 @@ SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c,
     json_extract_string(c, '$.spec.measurement.timer'), json_extract_string(c, '$.spec.measurement.primaryStatistic'),
     json_extract_string(c, '$.spec.harness.name'), json_extract_string(c, '$.spec.harness.repository'),
     c, src
-FROM (SELECT protocol_digest AS digest,
-             arg_min(protocol, (rec, item)) AS c, arg_min(source, (rec, item)) AS src
-      FROM _good GROUP BY ALL) ANTI JOIN protocols USING (digest);
+FROM (SELECT digest, src, json_transform(i.doc, '{"protocol": "JSON"}').protocol AS c
+      FROM (SELECT protocol_digest AS digest, arg_min(rec, (rec, item)) AS rec,
+                   arg_min(item, (rec, item)) AS item, arg_min(source, (rec, item)) AS src
+            FROM _good GROUP BY ALL) ANTI JOIN protocols USING (digest)
+      JOIN _items i USING (rec, item));
 INSERT INTO environments
 SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c, '$.metadata.title'),
     vendor, product, form_factor, architecture, gpu, json_extract(c, '$.spec.software'), c, src
-FROM (SELECT environment_digest AS digest,
-             arg_min(environment, (rec, item)) AS c, arg_min(source, (rec, item)) AS src,
-             arg_min(vendor, (rec, item)) AS vendor, arg_min(product, (rec, item)) AS product,
-             arg_min(form_factor, (rec, item)) AS form_factor,
-             arg_min(architecture, (rec, item)) AS architecture, arg_min(gpu, (rec, item)) AS gpu
-      FROM _good GROUP BY ALL) ANTI JOIN environments USING (digest);
+FROM (SELECT g.*, json_transform(i.doc, '{"environment": "JSON"}').environment AS c
+      FROM (SELECT environment_digest AS digest, arg_min(rec, (rec, item)) AS rec,
+                   arg_min(item, (rec, item)) AS item, arg_min(source, (rec, item)) AS src,
+                   arg_min(vendor, (rec, item)) AS vendor, arg_min(product, (rec, item)) AS product,
+                   arg_min(form_factor, (rec, item)) AS form_factor,
+                   arg_min(architecture, (rec, item)) AS architecture, arg_min(gpu, (rec, item)) AS gpu
+            FROM _good GROUP BY ALL) g ANTI JOIN environments USING (digest)
+      JOIN _items i USING (rec, item));
 """
 
 _WARNINGS_SQL = """
@@ -265,8 +272,8 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
             problem = _json_error(text)
         excerpt = text[:200] if text else None
         rows.append((load_id, source, None, problem, excerpt))
+    _items = _items.append_column("run_id", sha256_hex(_items.column("doc")))
     _flat = _check(con, _items)
-    _flat = _flat.append_column("doc_sha256", sha256_hex(_flat.column("doc")))
     _conflicts = con.sql(_CONFLICTS).to_arrow_table()  # read by name in the queries below
     _good = con.sql(_GOOD).to_arrow_table()
     read, good = _items.num_rows, _good.num_rows
@@ -274,16 +281,16 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
         con.executemany("INSERT INTO rejects VALUES (?, ?, ?, ?, ?)", rows)
     con.execute(
         """INSERT INTO rejects
-        SELECT $load_id, source, reject_path, reject_reason, (doc::VARCHAR)[:200] FROM _flat
-        WHERE reject_reason IS NOT NULL
+        SELECT $load_id, f.source, reject_path, reject_reason, (i.doc::VARCHAR)[:200]
+        FROM _flat f JOIN _items i USING (rec, item) WHERE reject_reason IS NOT NULL
         UNION ALL
-        SELECT $load_id, f.source, c.path, c.reason, (f.doc::VARCHAR)[:200]
-        FROM _conflicts c JOIN _flat f USING (rec, item) WHERE c.path IS NOT NULL""",
+        SELECT $load_id, f.source, c.path, c.reason, (i.doc::VARCHAR)[:200]
+        FROM _conflicts c JOIN _flat f USING (rec, item) JOIN _items i USING (rec, item)""",
         {"load_id": load_id},
     )
     (flat_rejects,) = con.execute(
         "SELECT (SELECT count(*) FROM _flat WHERE reject_reason IS NOT NULL)"
-        " + (SELECT count(*) FROM _conflicts WHERE path IS NOT NULL)"
+        " + (SELECT count(*) FROM _conflicts)"
     ).fetchall()[0]
     con.execute(_INSERT_RUNS_SQL, {"load_id": load_id})
     con.execute(_INSERT_DETAILS_SQL)
