@@ -143,3 +143,28 @@ def test_documents_in_memory_load_with_numbered_sources(
     summary = kiana.load.load_documents(con, docs, source="importer")
     assert (summary.loaded, summary.rejected) == (2, 1)
     assert con.execute("SELECT source FROM rejects").fetchall() == [("importer:3",)]
+
+
+def test_two_loads_at_once_in_one_process_store_each_run_once(
+    tmp_path: Path, seed: Callable[[], Doc]
+) -> None:
+    # Two connections of one process share the database file; their loads take turns,
+    # so the second sees the first's runs as already present.
+    import threading
+
+    write_jsonl(tmp_path / "a.jsonl", _versions(seed, 40))
+    db = tmp_path / "k.duckdb"
+    first, second = kiana.load.connect(db), kiana.load.connect(db)
+    summaries: list[kiana.load.LoadSummary] = []
+
+    def run(con: duckdb.DuckDBPyConnection) -> None:
+        summaries.append(kiana.load.load(con, [tmp_path / "a.jsonl"]))
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(s.loaded for s in summaries) == [0, 40]
+    assert _count(first, "runs") == 40
+    assert first.execute("SELECT count(DISTINCT run_id) FROM runs").fetchall()[0][0] == 40

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,12 @@ def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.Du
 
 Progress = Callable[[int, int], None]
 
+#: One load at a time in this process.  Another process cannot open the database file
+#: while a load holds it (DuckDB's file lock); two connections of one process can, and
+#: their concurrent transactions would each miss the other's new runs (``run_id`` is
+#: kept unique by the loader, not by an index: see :mod:`kiana.load.schema`).
+_ONE_LOAD = threading.Lock()
+
 
 def _terminal_progress(total_files: int) -> Progress | None:
     if not sys.stderr.isatty():
@@ -142,6 +149,18 @@ def load_documents(
 
 
 def _load_batches(
+    con: duckdb.DuckDBPyConnection,
+    stream: Iterable[Batch],
+    inputs: list[str],
+    files: int,
+    started: float,
+    report: Progress | None,
+) -> LoadSummary:
+    with _ONE_LOAD:
+        return _load_locked(con, stream, inputs, files, started, report)
+
+
+def _load_locked(
     con: duckdb.DuckDBPyConnection,
     stream: Iterable[Batch],
     inputs: list[str],

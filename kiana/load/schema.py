@@ -18,7 +18,11 @@ import duckdb
 SCHEMA_VERSION = 1
 
 RUN_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "VARCHAR PRIMARY KEY"),  # sha256 of the document's minified JSON
+    # sha256 of the document's minified JSON.  Unique, but not a PRIMARY KEY: the loader
+    # keeps it unique (one writer at a time, an anti-join with the stored ids), and the
+    # index of a key on 64 random hex characters cost more than all the runs' other
+    # columns (100k runs: +12 MB on disk, +0.35 s per load; bench/README.md).
+    ("run_id", "VARCHAR NOT NULL"),
     ("partition_id", "VARCHAR NOT NULL"),  # see kiana.group.partition_id
     ("family", "VARCHAR NOT NULL"),
     ("kernel", "VARCHAR NOT NULL"),
