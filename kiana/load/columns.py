@@ -31,12 +31,19 @@ def _plain(expr: str) -> str:
 StringOf = Callable[[str], str]
 
 
-def derived(s: StringOf, measurements: str) -> str:
+def derived(s: StringOf, measurements: str, source: str, first: str = "") -> str:
     """The columns computed from the parsed leaves ``d`` and ``env``, shared by the full
-    check and the fast path (:mod:`kiana.load.fast`) so that both mean the same; ``s``
-    turns a raw string leaf into its text, ``measurements`` is the list of
-    ``{metric, statistic, value, unit}`` raw leaves (or NULL)."""
-    return f"""
+    check and the fast path (:mod:`kiana.load.fast`) so that both mean the same: CTEs
+    ``f1`` ... ``f`` over CTE ``source`` (``f`` holds them all).  ``s`` turns a raw
+    string leaf into its text, ``measurements`` is the list of ``{metric, statistic,
+    value, unit}`` raw leaves (or NULL), ``first`` more columns for ``f1``.
+
+    One layer per dependency level: a column that names another column of the same
+    ``SELECT`` gets a copy of its whole expression, and a chain of such references (the
+    median depends on the metric, which depends on the parsed measurements) made the
+    statement ~20x larger to bind and computed the shared parts again."""
+    return f"""f1 AS (
+    SELECT *, {first}
         {s("d.run.apiVersion")} AS api,
         {s("d.run.kind")} AS rkind,
         {s("pj[1]")} AS papi,
@@ -46,33 +53,50 @@ def derived(s: StringOf, measurements: str) -> str:
             AT TIME ZONE 'UTC' AS observed_at,
         {s("d.run.spec.sourceNative.benchmark")} AS benchmark,
         {s("d.run.spec.sourceNative.externalId")} AS external_id,
-        string_split(benchmark, '/') AS bench_parts,
-        string_split(external_id, '/') AS id_parts,
         json_type(d.run.metadata.labels) AS labels_type,
         {s("d.run.metadata.labels->'$.liger_version'")} AS liger_version,
-        {s("pj[2]")} AS family,
-        {measurements} AS meas,
+        {s("pj[2]")} AS family
+    FROM {source}
+), f2 AS (
+    SELECT *,
+        string_split(benchmark, '/') AS bench_parts,
+        string_split(external_id, '/') AS id_parts,
+        {measurements} AS meas
+    FROM f1
+), f3 AS (
+    SELECT *,
         coalesce(list_position(list_transform(meas, lambda m: coalesce(
             left(m.metric, 1) = '"' AND left(m.statistic, 1) = '"'
             AND left(m.value, 1) NOT IN {_NUMBER_START}
             AND isfinite(try_cast(m.value AS DOUBLE)), false)), false), 0) AS bad_measurement,
         list_transform(meas, lambda m: {{'metric': {s("m.metric")},
             'statistic': {s("m.statistic")}, 'value': try_cast(m.value AS DOUBLE),
-            'unit': {s("m.unit")}}}) AS ms,
+            'unit': {s("m.unit")}}}) AS ms
+    FROM f2
+), f4 AS (
+    SELECT *,
         CASE WHEN d.run.spec.timing.latencyNs.median IS NOT NULL
              OR NOT list_contains(list_transform(ms, lambda m: m.metric), 'memory')
-             THEN 'latency' ELSE 'memory' END AS metric,
+             THEN 'latency' ELSE 'memory' END AS metric
+    FROM f3
+), f5 AS (
+    SELECT *,
         CASE WHEN metric = 'latency' THEN d.run.spec.timing.latencyNs.median
              ELSE list_filter(meas, lambda m: {s("m.metric")} = 'memory'
                   AND {s("m.statistic")} = 'median')[1].value END AS median_raw,
         CASE WHEN metric = 'latency' THEN '$.run.spec.timing.latencyNs.median'
              ELSE '$.run.spec.measurements[memory median].value' END AS median_path,
-        CASE WHEN left(median_raw, 1) NOT IN {_NUMBER_START}
-             THEN try_cast(median_raw AS DOUBLE) END AS median_val,
         list_filter(ms, lambda m: m.metric = metric AND m.statistic = 'p20')[1].value AS p20,
         list_filter(ms, lambda m: m.metric = metric AND m.statistic = 'p80')[1].value AS p80,
         CASE WHEN metric = 'latency' THEN 'ns'
-             ELSE coalesce(list_filter(ms, lambda m: m.metric = 'memory')[1].unit, 'MB') END AS unit"""
+             ELSE coalesce(list_filter(ms, lambda m: m.metric = 'memory')[1].unit, 'MB') END AS unit
+    FROM f4
+), f AS (
+    SELECT *,
+        CASE WHEN left(median_raw, 1) NOT IN {_NUMBER_START}
+             THEN try_cast(median_raw AS DOUBLE) END AS median_val
+    FROM f5
+)"""
 
 
 #: The protocol fields the checks read, as a list of raw leaves ``pj`` (one parse).
@@ -122,6 +146,8 @@ _FLAT_DERIVED = derived(
     _j,
     "CASE WHEN meas_type = 'ARRAY' THEN json_transform(d.run.spec.measurements, "
     '\'[{"metric": "JSON", "statistic": "JSON", "value": "JSON", "unit": "JSON"}]\') END',
+    "t2",
+    "json_type(d.run.spec.measurements) AS meas_type,",
 )
 
 #: The full check: candidate documents (``_pending``) -> flattened rows, each with the
@@ -136,11 +162,6 @@ WITH t AS (
     FROM _pending
 ), t2 AS (
     {SIDE_PARTS}
-), f AS (
-    SELECT *,
-        json_type(d.run.spec.measurements) AS meas_type,
-        {_FLAT_DERIVED}
-    FROM t2
-)
+), {_FLAT_DERIVED}
 SELECT {normal(_j)}, {_case(1)} AS reject_path, {_case(2)} AS reject_reason FROM f
 """

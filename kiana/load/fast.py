@@ -57,11 +57,13 @@ WITH t AS (
     FROM _pending
 ), t2 AS (
     {SIDE_PARTS}
-), f AS (
-    SELECT *,
-        CASE WHEN d.run.spec.measurements IS NOT NULL THEN 'ARRAY' END AS meas_type,
-        {derived(_plain, "d.run.spec.measurements")}
-    FROM t2
-)
+), {
+    derived(
+        _plain,
+        "d.run.spec.measurements",
+        "t2",
+        "CASE WHEN d.run.spec.measurements IS NOT NULL THEN 'ARRAY' END AS meas_type,",
+    )
+}
 SELECT {normal(_plain)}, {_CLEAN} AS clean FROM f
 """
