@@ -180,3 +180,60 @@ def test_cli_on_a_file_kiana_does_not_read(tmp_path: Path) -> None:
     out = _cli(str(path), "--db", str(tmp_path / "k.duckdb"))
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and ".jsonl" in out.stderr
+
+
+_ODD_OBJECT = st.dictionaries(
+    st.sampled_from(['a"b', "", "$.*", "\\", "é", "ms_50", "k.k", "[0]"]),
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.integers(-(2**70), 2**70),
+        st.text(max_size=6),
+        st.none(),
+        st.booleans(),
+        st.lists(st.integers(), max_size=2),
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labels=_ODD_OBJECT, metrics=_ODD_OBJECT)
+def test_label_and_metric_rows_are_json_each_of_the_objects(
+    labels: dict[str, object], metrics: dict[str, object]
+) -> None:
+    """The labels and sourceNative rows are exactly DuckDB's ``json_each`` of the two
+    objects (the loader unnests keys and values instead, which is faster)."""
+    doc = rel.make_document(next(COUNTER))
+    doc["run"]["metadata"]["labels"] = {**labels, "liger_version": "0.5.0"}
+    doc["run"]["spec"]["sourceNative"]["metrics"] = metrics
+    text = json.dumps(doc)
+    con = kiana.load.connect(None)
+    try:
+        kiana.load.load_documents(con, [doc])
+        got_labels = sorted(con.execute("SELECT key, value FROM labels").fetchall(), key=repr)
+        got_metrics = sorted(
+            con.execute(
+                "SELECT metric, value FROM measurements WHERE origin = 'sourceNative'"
+            ).fetchall(),
+            key=repr,
+        )
+        want_labels = sorted(
+            con.execute(
+                "SELECT key, CASE WHEN type = 'VARCHAR' THEN json_extract_string(value, '$') "
+                "ELSE value::VARCHAR END FROM json_each(json_extract(?, '$.run.metadata.labels'))",
+                [text],
+            ).fetchall(),
+            key=repr,
+        )
+        want_metrics = sorted(
+            con.execute(
+                "SELECT key, try_cast(value AS DOUBLE) FROM "
+                "json_each(json_extract(?, '$.run.spec.sourceNative.metrics'))",
+                [text],
+            ).fetchall(),
+            key=repr,
+        )
+    finally:
+        con.close()
+    assert got_labels == want_labels
+    assert got_metrics == want_metrics
