@@ -29,7 +29,7 @@ from kiana.errors import DatabaseError
 from kiana.load import sources
 from kiana.load.schema import ensure_schema
 from kiana.load.sources import Batch, batches, expand
-from kiana.load.store import BatchCounts, write_batch
+from kiana.load.store import BatchCounts, laps, write_batch
 
 __all__ = ["LoadSummary", "connect", "load", "load_documents", "runs"]
 
@@ -174,8 +174,11 @@ def _load_locked(
         (load_id,) = con.execute("SELECT nextval('load_ids')").fetchall()[0]
         begun = datetime.now(UTC).replace(tzinfo=None)
         done_files: set[str] = set()
+        lap = laps()
         for batch in stream:
+            lap("reading (files, JSONL pre-check, DuckDB's CSV reader)")
             counts = write_batch(con, batch, load_id)
+            lap(None)  # write_batch timed its own stages
             for name in ("read", "loaded", "already_present", "rejected", "warned"):
                 setattr(total, name, getattr(total, name) + getattr(counts, name))
             if report:
@@ -199,7 +202,9 @@ def _load_locked(
         first = con.execute(
             "SELECT source, json_path, reason FROM rejects WHERE load_id = ? LIMIT 10", [load_id]
         ).fetchall()
+        lap("end of load")
         con.execute("COMMIT")
+        lap("COMMIT")
     except BaseException as exc:
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -24,6 +26,26 @@ from kiana.load.hashing import sha256_hex
 from kiana.load.sources import Batch
 
 PARTITION_VERSION = "v1"
+
+#: Seconds per stage of a load, summed over its batches, while a caller has set this to
+#: a dict (``bench/load_stages.py`` does, to profile the loader); ``None`` (the
+#: default) records nothing.
+STAGE_SECONDS: dict[str, float] | None = None
+
+
+def laps() -> Callable[[str | None], None]:
+    """A stopwatch: each call adds the time since the previous one to ``STAGE_SECONDS``
+    under the given stage name (when profiling is on); ``None`` only restarts it."""
+    last = time.perf_counter()
+
+    def lap(stage: str | None) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if STAGE_SECONDS is not None and stage is not None:
+            STAGE_SECONDS[stage] = STAGE_SECONDS.get(stage, 0.0) + now - last
+        last = now
+
+    return lap
 
 
 @dataclass
@@ -258,6 +280,7 @@ _GOOD = _query(_GOOD_SQL)
 
 def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> BatchCounts:
     """Check, dedupe and insert one batch; returns its counts."""
+    lap = laps()
     table = batch.table()
     # The stages are Arrow tables held in local variables that the queries name
     # (DuckDB's replacement scans find them): neither temp tables nor registered
@@ -266,6 +289,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
     _batch = table
     _items = con.sql(_STAGE1).to_arrow_table()
     del _batch, table
+    lap("stage 1: parse + minify, arrays expanded")
     counts = BatchCounts()
     bad = con.execute(
         "SELECT rec, source || CASE WHEN line IS NOT NULL THEN ':' || line ELSE '' END, problem "
@@ -284,8 +308,11 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
         run_ids = pool.submit(sha256_hex, _items.column("doc"))
         _flat = _check(con, _items)
         _items = _items.append_column("run_id", run_ids.result())
+    lap("checks (+ run_id sha256 beside them)")
     _conflicts = con.sql(_CONFLICTS).to_arrow_table()  # read by name in the queries below
+    lap("digest consistency")
     _good = con.sql(_GOOD).to_arrow_table()
+    lap("dedupe")
     read, good = _items.num_rows, _good.num_rows
     if rows:
         con.executemany("INSERT INTO rejects VALUES (?, ?, ?, ?, ?)", rows)
@@ -302,14 +329,18 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
         "SELECT (SELECT count(*) FROM _flat WHERE reject_reason IS NOT NULL)"
         " + (SELECT count(*) FROM _conflicts)"
     ).fetchall()[0]
+    lap("rejects")
     con.execute(_INSERT_RUNS_SQL, {"load_id": load_id})
+    lap("insert runs")
     con.execute(_INSERT_DETAILS_SQL)
+    lap("insert measurements, labels, protocols, environments")
     con.execute(_WARNINGS_SQL, {"load_id": load_id})
     (warned,) = con.execute(
         "SELECT count(DISTINCT run_id) FROM warnings WHERE load_id = ? "
         "AND run_id IN (SELECT run_id FROM _good)",
         [load_id],
     ).fetchall()[0]
+    lap("warnings")
     counts.read = int(read)
     counts.loaded = int(good)
     counts.rejected = len(rows) + int(flat_rejects)

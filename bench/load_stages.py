@@ -1,0 +1,67 @@
+"""Where a load's time goes: seconds per stage of ``kiana.load.load``, summed over its
+batches (``kiana.load.store.STAGE_SECONDS``), for one input into a new database file.
+
+    .venv/bin/python bench/corpus.py --sizes 100k --layouts jsonl   # once
+    .venv/bin/python bench/load_stages.py bench/out/corpus/100k/jsonl/documents.jsonl
+    .venv/bin/python bench/load_stages.py bench/out/corpus/100k/files --repeats 3
+
+Prints a Markdown table: the median seconds of each stage over ``--repeats`` loads and
+its share of the whole load.  Used to decide what to make faster next (bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import OUT, machine, median, table
+
+
+def profile(path: Path) -> tuple[float, dict[str, float]]:
+    import kiana.load
+    from kiana.load import store
+
+    work = Path(tempfile.mkdtemp(prefix="kiana-stages-", dir=OUT))
+    try:
+        store.STAGE_SECONDS = {}
+        started = time.perf_counter()
+        con = kiana.load.connect(work / "kiana.duckdb")
+        kiana.load.load(con, [path])
+        con.close()
+        seconds = time.perf_counter() - started
+        stages = store.STAGE_SECONDS
+    finally:
+        store.STAGE_SECONDS = None
+        shutil.rmtree(work, ignore_errors=True)
+    stages["other (connect, expand, close)"] = seconds - sum(stages.values())
+    return seconds, stages
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    print(machine())
+    runs = [profile(args.path) for _ in range(args.repeats)]
+    total = median([seconds for seconds, _ in runs])
+    names = list(dict.fromkeys(name for _, stages in runs for name in stages))
+    rows = []
+    for name in names:
+        value = median([stages.get(name, 0.0) for _, stages in runs])
+        rows.append([name, f"{value:.2f}", f"{100 * value / total:.0f}%"])
+    rows.append(["**whole load**", f"**{total:.2f}**", "100%"])
+    print(table(["stage", "seconds", "share"], rows))
+    print(f"\nmedian of {args.repeats} load(s) of {args.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
