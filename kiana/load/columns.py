@@ -3,8 +3,8 @@
 Both paths parse a document into the same structure of raw JSON leaves (``d``: see
 :data:`kiana.load.validate.STRUCTURE`; ``env``: the environment), then compute the same
 derived columns (:func:`derived`) and hand the writer the same normalised columns
-(:func:`normal`): typed strings and numbers, the four digests, the protocol and
-environment content as JSON.  They differ only in how a string leaf becomes text:
+(:func:`normal`): typed strings and numbers, the four digests, a hash of the protocol
+and of the environment content.  They differ only in how a string leaf becomes text:
 ``json_extract_string`` in the full check (:data:`FLAT_SQL`, any document), or
 dropping the quotes in the fast path (documents without a backslash only, where
 that is the same text).
@@ -39,9 +39,10 @@ def derived(s: StringOf, measurements: str, source: str, first: str = "") -> str
     value, unit}`` raw leaves (or NULL), ``first`` more columns for ``f1``.
 
     One layer per dependency level: a column that names another column of the same
-    ``SELECT`` gets a copy of its whole expression, and a chain of such references (the
-    median depends on the metric, which depends on the parsed measurements) made the
-    statement ~20x larger to bind and computed the shared parts again."""
+    ``SELECT`` gets a copy of its whole expression, so a chain of such references (the
+    median depends on the metric, which depends on the parsed measurements) was bound
+    and computed again at every use; as layers the fast check of a 26k-document batch
+    took 0.31 s instead of 0.41 s (planning 62 ms instead of 80 ms)."""
     return f"""f1 AS (
     SELECT *, {first}
         {s("d.run.apiVersion")} AS api,

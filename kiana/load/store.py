@@ -68,7 +68,9 @@ def _json_error(text: str) -> str:
 
 
 # Digest consistency: the first content seen behind a digest wins; a document whose
-# protocol/environment content differs from it is rejected.
+# protocol/environment content differs from it is rejected.  Contents are compared by
+# a 64-bit hash of their JSON text (columns.CONTENT_HASH), stored content included: two
+# different contents behind one digest would have to collide as well to slip through.
 _CONFLICTS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _conflicts AS
 WITH v AS (
