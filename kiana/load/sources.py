@@ -14,6 +14,7 @@ files, so memory stays flat however large the input is.
 
 from __future__ import annotations
 
+import codecs
 import glob
 import gzip
 import os
@@ -61,7 +62,9 @@ class Batch:
 
     source: list[str] = field(default_factory=list)
     line: list[int | None] = field(default_factory=list)
-    text: list[str | None] = field(default_factory=list)
+    # str, or UTF-8 bytes already checked (Arrow takes those ~4x faster than a str
+    # that is not ASCII, whose UTF-8 form Python would first have to make)
+    text: list[str | bytes | None] = field(default_factory=list)
     problem: list[str | None] = field(default_factory=list)
     nbytes: int = 0
     arrow: pa.Table | None = None
@@ -88,14 +91,17 @@ class Batch:
         if self.arrow is not None:
             value: str | None = self.arrow.column("text")[rec].as_py()
             return value
-        return self.text[rec]
+        text = self.text[rec]
+        return text.decode("utf-8") if isinstance(text, bytes) else text
 
     def sources(self) -> set[str]:
         if self.arrow is not None:
             return {str(s) for s in self.arrow.column("source").unique().to_pylist()}
         return set(self.source)
 
-    def add(self, source: str, line: int | None, text: str | None, problem: str | None) -> None:
+    def add(
+        self, source: str, line: int | None, text: str | bytes | None, problem: str | None
+    ) -> None:
         self.source.append(source)
         self.line.append(line)
         self.text.append(text)
@@ -195,6 +201,10 @@ def expand(paths: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
     return found
 
 
+#: One raw record: source, line (JSONL) or None, text (or None), problem (or None).
+Record = tuple[str, int | None, str | bytes | None, str | None]
+
+
 def _open(item: InputFile) -> IO[bytes]:
     if item.gzipped:
         return gzip.open(item.path, "rb")  # type: ignore[return-value]
@@ -209,9 +219,7 @@ def _decode(data: bytes) -> tuple[str | None, str | None]:
     return text, None
 
 
-def _json_records(
-    item: InputFile, source: str
-) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+def _json_records(item: InputFile, source: str) -> Iterator[Record]:
     with _open(item) as handle:
         size = 0 if item.gzipped else os.fstat(handle.fileno()).st_size
         if size > MAX_JSON_FILE_BYTES:
@@ -246,11 +254,16 @@ def _json_records(
     if not data.strip():
         yield source, None, None, "empty file: no document in it"
         return
-    text, problem = _decode(data)
-    yield source, None, text, problem
+    body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
+    try:
+        body.decode("utf-8")  # checked here, handed on as bytes (see Batch.text)
+    except UnicodeDecodeError:
+        yield source, None, None, _decode(data)[1]
+        return
+    yield source, None, body, None
 
 
-def _oversize(source: str, number: int) -> tuple[str, int | None, str | None, str | None]:
+def _oversize(source: str, number: int) -> Record:
     return (
         source,
         number,
@@ -259,9 +272,7 @@ def _oversize(source: str, number: int) -> tuple[str, int | None, str | None, st
     )
 
 
-def _lines(
-    chunk: bytes, source: str, first: int
-) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+def _lines(chunk: bytes, source: str, first: int) -> Iterator[Record]:
     """The records of ``chunk`` (whole lines, without the last newline), numbered from
     ``first``.  The chunk is decoded at once; only a chunk with bytes that are not UTF-8
     is decoded line by line, to say which line and byte."""
@@ -283,9 +294,7 @@ def _lines(
             yield source, number, line[1:] if line.startswith("\ufeff") else line, None
 
 
-def _jsonl_records(
-    item: InputFile, source: str
-) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+def _jsonl_records(item: InputFile, source: str) -> Iterator[Record]:
     """One record per non-blank line, read in blocks of whole lines (a line over the
     size limit is skipped without holding it in memory, and rejected)."""
     any_line = False
@@ -328,7 +337,7 @@ def _jsonl_records(
         yield source, None, None, "empty file: no document in it"
 
 
-def _file_records(item: InputFile) -> Iterator[tuple[str, int | None, str | None, str | None]]:
+def _file_records(item: InputFile) -> Iterator[Record]:
     source = str(item.path)
     try:
         if item.kind == "json":
