@@ -274,24 +274,24 @@ def _oversize(source: str, number: int) -> Record:
 
 def _lines(chunk: bytes, source: str, first: int) -> Iterator[Record]:
     """The records of ``chunk`` (whole lines, without the last newline), numbered from
-    ``first``.  The chunk is decoded at once; only a chunk with bytes that are not UTF-8
-    is decoded line by line, to say which line and byte."""
-    limit = MAX_DOCUMENT_BYTES
+    ``first``, as UTF-8 bytes (see :attr:`Batch.text`).  The chunk is checked at once;
+    only a chunk with bytes that are not UTF-8 is decoded line by line, to say which
+    line and byte."""
     try:
-        lines = chunk.decode("utf-8").split("\n")
+        chunk.decode("utf-8")
+        valid = True
     except UnicodeDecodeError:
-        for number, raw in enumerate(chunk.split(b"\n"), first):
-            if len(raw) > limit:
-                yield _oversize(source, number)
-            elif raw.strip(b" \t\r\x0b\x0c"):
-                text, problem = _decode(raw)
-                yield source, number, text, problem
-        return
-    for number, line in enumerate(lines, first):
-        if len(line) * 4 > limit and len(line.encode("utf-8")) > limit:
+        valid = False
+    for number, raw in enumerate(chunk.split(b"\n"), first):
+        if len(raw) > MAX_DOCUMENT_BYTES:
             yield _oversize(source, number)
-        elif line.strip(" \t\r\x0b\x0c"):
-            yield source, number, line[1:] if line.startswith("\ufeff") else line, None
+        elif not raw.strip(b" \t\r\x0b\x0c"):
+            continue  # a blank line
+        elif valid:
+            yield source, number, raw[3:] if raw.startswith(codecs.BOM_UTF8) else raw, None
+        else:
+            text, problem = _decode(raw)
+            yield source, number, text, problem
 
 
 def _jsonl_records(item: InputFile, source: str) -> Iterator[Record]:
