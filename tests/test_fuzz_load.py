@@ -208,30 +208,23 @@ def test_label_and_metric_rows_are_json_each_of_the_objects(
     doc["run"]["spec"]["sourceNative"]["metrics"] = metrics
     text = json.dumps(doc)
     con = kiana.load.connect(None)
+
+    def rows(sql: str, *params: str) -> list[tuple[object, ...]]:
+        return sorted(con.execute(sql, list(params)).fetchall(), key=repr)
+
     try:
         kiana.load.load_documents(con, [doc])
-        got_labels = sorted(con.execute("SELECT key, value FROM labels").fetchall(), key=repr)
-        got_metrics = sorted(
-            con.execute(
-                "SELECT metric, value FROM measurements WHERE origin = 'sourceNative'"
-            ).fetchall(),
-            key=repr,
+        got_labels = rows("SELECT key, value FROM labels")
+        got_metrics = rows("SELECT metric, value FROM measurements WHERE origin = 'sourceNative'")
+        want_labels = rows(
+            "SELECT key, CASE WHEN type = 'VARCHAR' THEN json_extract_string(value, '$') "
+            "ELSE value::VARCHAR END FROM json_each(json_extract(?, '$.run.metadata.labels'))",
+            text,
         )
-        want_labels = sorted(
-            con.execute(
-                "SELECT key, CASE WHEN type = 'VARCHAR' THEN json_extract_string(value, '$') "
-                "ELSE value::VARCHAR END FROM json_each(json_extract(?, '$.run.metadata.labels'))",
-                [text],
-            ).fetchall(),
-            key=repr,
-        )
-        want_metrics = sorted(
-            con.execute(
-                "SELECT key, try_cast(value AS DOUBLE) FROM "
-                "json_each(json_extract(?, '$.run.spec.sourceNative.metrics'))",
-                [text],
-            ).fetchall(),
-            key=repr,
+        want_metrics = rows(
+            "SELECT key, try_cast(value AS DOUBLE) FROM "
+            "json_each(json_extract(?, '$.run.spec.sourceNative.metrics'))",
+            text,
         )
     finally:
         con.close()

@@ -157,82 +157,72 @@ def _load_batches(
     report: Progress | None,
 ) -> LoadSummary:
     with _ONE_LOAD:
-        return _load_locked(con, stream, inputs, files, started, report)
-
-
-def _load_locked(
-    con: duckdb.DuckDBPyConnection,
-    stream: Iterable[Batch],
-    inputs: list[str],
-    files: int,
-    started: float,
-    report: Progress | None,
-) -> LoadSummary:
-    total = BatchCounts()
-    con.execute("BEGIN TRANSACTION")
-    try:
-        (load_id,) = con.execute("SELECT nextval('load_ids')").fetchall()[0]
-        begun = datetime.now(UTC).replace(tzinfo=None)
-        done_files: set[str] = set()
-        lap = laps()
-        for batch in stream:
-            lap("reading (files, JSONL pre-check, DuckDB's CSV reader)")
-            counts = write_batch(con, batch, load_id)
-            lap(None)  # write_batch timed its own stages
-            for name in ("read", "loaded", "already_present", "rejected", "warned"):
-                setattr(total, name, getattr(total, name) + getattr(counts, name))
-            if report:
-                done_files.update(batch.sources())
-                report(len(done_files), total.read)
-        con.execute(
-            "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                load_id,
-                begun,
-                datetime.now(UTC).replace(tzinfo=None),
-                __version__,
-                inputs,
-                total.read,
-                total.loaded,
-                total.already_present,
-                total.rejected,
-                total.warned,
-            ],
+        total = BatchCounts()
+        con.execute("BEGIN TRANSACTION")
+        try:
+            (load_id,) = con.execute("SELECT nextval('load_ids')").fetchall()[0]
+            begun = datetime.now(UTC).replace(tzinfo=None)
+            done_files: set[str] = set()
+            lap = laps()
+            for batch in stream:
+                lap("reading (files, JSONL pre-check, DuckDB's CSV reader)")
+                counts = write_batch(con, batch, load_id)
+                lap(None)  # write_batch timed its own stages
+                for name in ("read", "loaded", "already_present", "rejected", "warned"):
+                    setattr(total, name, getattr(total, name) + getattr(counts, name))
+                if report:
+                    done_files.update(batch.sources())
+                    report(len(done_files), total.read)
+            con.execute(
+                "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    load_id,
+                    begun,
+                    datetime.now(UTC).replace(tzinfo=None),
+                    __version__,
+                    inputs,
+                    total.read,
+                    total.loaded,
+                    total.already_present,
+                    total.rejected,
+                    total.warned,
+                ],
+            )
+            first = con.execute(
+                "SELECT source, json_path, reason FROM rejects WHERE load_id = ? LIMIT 10",
+                [load_id],
+            ).fetchall()
+            lap("end of load")
+            con.execute("COMMIT")
+            lap("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            # A COMMIT that cannot write its WAL (full disk, file size limit) surfaces as a
+            # TransactionException "Failed to commit: Could not write file ...".
+            failed_write = isinstance(exc, duckdb.TransactionException) and (
+                "could not write" in str(exc).lower() or "failed to commit" in str(exc).lower()
+            )
+            if isinstance(exc, duckdb.IOException | duckdb.OutOfMemoryException) or failed_write:
+                raise DatabaseError(
+                    f"the load was rolled back: {exc}",
+                    hint="free disk space or memory and load again; nothing was written",
+                ) from exc
+            raise
+        finally:
+            if report and sys.stderr.isatty():
+                sys.stderr.write("\r\033[K")
+        return LoadSummary(
+            load_id=int(load_id),
+            read=total.read,
+            loaded=total.loaded,
+            already_present=total.already_present,
+            rejected=total.rejected,
+            warned=total.warned,
+            files=files,
+            seconds=time.monotonic() - started,
+            first_rejects=tuple((str(s), p, str(r)) for s, p, r in first),
         )
-        first = con.execute(
-            "SELECT source, json_path, reason FROM rejects WHERE load_id = ? LIMIT 10", [load_id]
-        ).fetchall()
-        lap("end of load")
-        con.execute("COMMIT")
-        lap("COMMIT")
-    except BaseException as exc:
-        with contextlib.suppress(duckdb.Error):
-            con.execute("ROLLBACK")
-        # A COMMIT that cannot write its WAL (full disk, file size limit) surfaces as a
-        # TransactionException "Failed to commit: Could not write file ...".
-        failed_write = isinstance(exc, duckdb.TransactionException) and (
-            "could not write" in str(exc).lower() or "failed to commit" in str(exc).lower()
-        )
-        if isinstance(exc, duckdb.IOException | duckdb.OutOfMemoryException) or failed_write:
-            raise DatabaseError(
-                f"the load was rolled back: {exc}",
-                hint="free disk space or memory and load again; nothing was written",
-            ) from exc
-        raise
-    finally:
-        if report and sys.stderr.isatty():
-            sys.stderr.write("\r\033[K")
-    return LoadSummary(
-        load_id=int(load_id),
-        read=total.read,
-        loaded=total.loaded,
-        already_present=total.already_present,
-        rejected=total.rejected,
-        warned=total.warned,
-        files=files,
-        seconds=time.monotonic() - started,
-        first_rejects=tuple((str(s), p, str(r)) for s, p, r in first),
-    )
 
 
 def runs(con: duckdb.DuckDBPyConnection, where: str | None = None) -> pl.DataFrame:
