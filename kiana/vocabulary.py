@@ -1,0 +1,135 @@
+"""kiana's words, each defined once: verdicts, Liger providers, noise sources, the keys
+of a series, a session and a finding, the partition recipe and the GPU label.
+
+Every other module imports these; none writes its own copy.  This module imports
+nothing of kiana's and no third-party package at import time (the CLI imports it
+while starting), so anything may depend on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Literal, get_args
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# --------------------------------------------------------------------------- verdicts
+
+Verdict = Literal["regression", "improvement", "unchanged", "inconclusive", "drift"]
+#: Every verdict, in the order a maintainer reads them: what needs action first.
+VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "drift", "inconclusive", "unchanged")
+#: Verdicts that say "something moved" (beyond the noise and the threshold).
+FLAGGED: tuple[Verdict, ...] = ("regression", "improvement", "drift")
+#: Verdicts ``--fail-on`` accepts.
+FAILABLE: tuple[Verdict, ...] = ("regression", "improvement", "drift", "inconclusive")
+assert set(VERDICTS) == set(get_args(Verdict))
+
+
+def verdict_rank(column: str = "verdict") -> pl.Expr:
+    """Rank of a verdict column in :data:`VERDICTS` order (0 = regression)."""
+    import polars as pl
+
+    return pl.col(column).replace_strict(
+        {v: i for i, v in enumerate(VERDICTS)}, default=len(VERDICTS), return_dtype=pl.Int8
+    )
+
+
+# --------------------------------------------------------------------------- providers
+
+#: Liger's own providers are ``liger`` and ``liger_*`` (``liger_triton``,
+#: ``liger_cutile``, ...); every other provider is a baseline.
+LIGER_PREFIX = "liger_"
+LIGER = "liger"
+
+
+def is_liger(provider: str) -> bool:
+    """Whether ``provider`` is Liger's own code (see :data:`LIGER_PREFIX`)."""
+    return provider == LIGER or provider.startswith(LIGER_PREFIX)
+
+
+def liger_expr(column: str = "provider") -> pl.Expr:
+    """:func:`is_liger` as a polars expression."""
+    import polars as pl
+
+    provider = pl.col(column)
+    return (provider == LIGER) | provider.str.starts_with(LIGER_PREFIX)
+
+
+# --------------------------------------------------------------------------- noise
+
+NoiseSource = Literal["spread", "replicates", "history", "kernel", "memory", "none"]
+#: From best to worst: a step's noise source is the worse of its two sides.
+NOISE_SOURCES: tuple[NoiseSource, ...] = get_args(NoiseSource)
+
+
+def source_rank(column: str) -> pl.Expr:
+    """Rank of a noise-source column in :data:`NOISE_SOURCES` (0 = best)."""
+    import polars as pl
+
+    return pl.col(column).replace_strict(
+        {s: i for i, s in enumerate(NOISE_SOURCES)},
+        default=len(NOISE_SOURCES) - 1,
+        return_dtype=pl.Int8,
+    )
+
+
+# --------------------------------------------------------------------------- keys
+
+#: The columns that identify a series: one provider in one partition, one metric.
+SERIES_KEYS: tuple[str, ...] = ("partition_id", "provider", "metric")
+#: Descriptive columns carried along with every series.
+SERIES_LABELS: tuple[str, ...] = ("kernel", "pass", "gpu", "workload")
+#: A benchmark session is found among the runs of one kernel, pass, GPU, metric and
+#: version label (every provider and workload of the sweep): see kiana.stats.sessions.
+SESSION_SCOPE: tuple[str, ...] = ("kernel", "pass", "gpu", "metric", "liger_version")
+#: A finding: one kernel, pass, provider, GPU and metric between two sessions.
+FINDING_KEYS: tuple[str, ...] = (
+    "kernel",
+    "pass",
+    "provider",
+    "gpu",
+    "metric",
+    "from_version",
+    "to_version",
+    "from_session",
+    "to_session",
+)
+
+# --------------------------------------------------------------------------- partitions
+
+#: What must be equal for two runs to be compared (kiana.group).
+PARTITION_FIELDS: tuple[str, ...] = ("family", "kernel", "pass", "workload", "gpu")
+#: Version of the partition-id recipe; part of every id.
+PARTITION_RECIPE = "v1"
+
+
+def partition_id(family: str, kernel: str, pass_: str, workload: str, gpu: str) -> str:
+    """The partition id: 16 hex digits of the sha256 of the recipe and the fields,
+    joined by the unit separator (U+001F)."""
+    text = "\x1f".join([PARTITION_RECIPE, family, kernel, pass_, workload, gpu])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def partition_id_sql(gpu: str = "gpu") -> str:
+    """:func:`partition_id` as a DuckDB expression over columns of the same names
+    (``gpu``: the SQL expression of the GPU label)."""
+    return (
+        f"left(sha256(concat_ws(chr(31), '{PARTITION_RECIPE}', family, kernel, \"pass\", "
+        f"workload, {gpu})), 16)"
+    )
+
+
+def gpu_label(vendor: str, product: str, form_factor: str | None) -> str:
+    """``NVIDIA H100`` + ``80GB HBM3`` -> ``NVIDIA H100 80GB HBM3``; the vendor is
+    prefixed only when the product does not already start with it."""
+    base = product if product.lower().startswith(vendor.lower()) else f"{vendor} {product}"
+    return f"{base} {form_factor}".strip() if form_factor else base
+
+
+#: :func:`gpu_label` as a DuckDB expression over ``vendor``, ``product``, ``form_factor``.
+GPU_LABEL_SQL = (
+    "CASE WHEN starts_with(lower(product), lower(vendor)) THEN product "
+    "ELSE vendor || ' ' || product END "
+    "|| CASE WHEN coalesce(form_factor, '') <> '' THEN ' ' || form_factor ELSE '' END"
+)
