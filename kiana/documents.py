@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from kiana.vocabulary import gpu_label
+
 API_VERSION = "kernelindex.dev/v1alpha1"
 SOURCE = "liger-kernel-bench"
 FAMILY = "liger_kernel_bench"
@@ -100,13 +102,9 @@ class RunSpec:
     status: str = "passed"
     workload_params: dict[str, Any] = field(default_factory=dict)
     native_metrics: dict[str, float] | None = None
-
-
-def gpu_label(vendor: str, product: str, form_factor: str | None) -> str:
-    """``NVIDIA H100`` + ``80GB HBM3`` -> ``NVIDIA H100 80GB HBM3``; the vendor is
-    prefixed only when the product does not already start with it."""
-    base = product if product.lower().startswith(vendor.lower()) else f"{vendor} {product}"
-    return f"{base} {form_factor}".strip() if form_factor else base
+    #: Further ``run.metadata.labels`` beside ``liger_version`` (e.g. the importer's
+    #: ``liger_csv`` and ``liger_commit``: where the row was recorded).
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 def slugify(text: str) -> str:
@@ -225,7 +223,7 @@ def build_document(spec: RunSpec) -> dict[str, Any]:
         "metadata": {
             "name": name[:NAME_LIMIT],
             "title": f"{spec.kernel_title} · {spec.provider} · {spec.pass_}",
-            "labels": {"liger_version": spec.liger_version},
+            "labels": {"liger_version": spec.liger_version, **spec.labels},
         },
         "apiVersion": API_VERSION,
     }
