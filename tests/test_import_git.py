@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,3 +161,25 @@ def test_cli_reports_commits_rows_and_versions(repo: Path, tmp_path: Path) -> No
     assert "git: 3 commits, 3 CSV versions, 6 rows seen, 5 distinct rows" in done.stdout
     assert "liger versions recovered: 3 (0.5.0, 0.6.0, 0.7.0)" in done.stdout
     assert len([json.loads(line) for line in out.read_text().splitlines()]) == 5
+
+
+CUTILE_PATH = "benchmark/data/all_benchmark_data_cutile.csv"
+
+
+def providers(docs: tuple[dict[str, Any], ...]) -> list[str]:
+    return sorted(d["run"]["spec"]["sourceNative"]["externalId"].split("/")[2] for d in docs)
+
+
+def test_plain_liger_of_a_backend_file_in_history_becomes_liger_backend(repo: Path) -> None:
+    # the cutile file's own rows say plain "liger", with the very content of a Triton row
+    same_as_triton = v("0.7.0", "0.52", "2025-05-01 00:00:00")
+    triton_there = v("0.7.0", "0.40", "2025-05-01 00:00:00", kernel_provider="liger_triton")
+    commit(repo, {CUTILE_PATH: csv_text(same_as_triton, triton_there)}, "cutile 1")
+    later = v("0.8.0", "0.45", "2025-06-01 00:00:00")
+    commit(repo, {CUTILE_PATH: csv_text(later, triton_there)}, "cutile 2")
+    result = import_git(repo).result
+    assert providers(result.documents) == ["liger"] * 5 + ["liger_cutile"] * 2 + ["liger_triton"]
+    assert [w for w in result.warnings if "imported as" in w] == [
+        f"{CUTILE_PATH}: 2 row(s) of provider 'liger' imported as 'liger_cutile' (in a "
+        "per-backend CSV the plain name is that backend's code, not Triton's)"
+    ]

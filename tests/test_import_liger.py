@@ -19,6 +19,7 @@ from kiana.importers.liger import (
     ImportResult,
     Row,
     convert_rows,
+    csv_backend,
     import_csvs,
     parse_gpu,
     read_rows,
@@ -386,3 +387,71 @@ def test_cli_loads_into_a_database(small_csv: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     con = load.connect(db)
     assert con.execute("select count(*) from runs").fetchone() == (2,)
+
+
+# --- one implementation per provider name ---------------------------------------------
+
+
+def providers_of(result: ImportResult) -> list[str]:
+    return sorted(
+        d["run"]["spec"]["sourceNative"]["externalId"].split("/")[2] for d in result.documents
+    )
+
+
+@pytest.fixture
+def backend_csvs(tmp_path: Path) -> tuple[Path, Path]:
+    """A per-backend CSV whose own rows say plain ``liger``, and the Triton main file."""
+    rows = [
+        {**BASE, "kernel_provider": "liger"},
+        {**BASE, "kernel_provider": "liger", "x_value": "8192"},
+        {**BASE, "kernel_provider": "liger_triton"},
+        {**BASE, "kernel_provider": "torch"},
+    ]
+    cutile = tmp_path / "all_benchmark_data_cutile.csv"
+    cutile.write_text(csv_text(*rows))
+    main = tmp_path / "all_benchmark_data.csv"
+    main.write_text(csv_text({**BASE, "kernel_provider": "liger"}))
+    return cutile, main
+
+
+def test_csv_backend_comes_from_the_file_name() -> None:
+    assert csv_backend("all_benchmark_data_cutile.csv") == "cutile"
+    assert csv_backend("benchmark/data/all_benchmark_data_cutedsl.csv") == "cutedsl"
+    assert csv_backend("benchmark/data/all_benchmark_data.csv") is None
+    assert csv_backend("results.csv") is None
+
+
+def test_plain_liger_of_a_backend_file_becomes_liger_backend(
+    backend_csvs: tuple[Path, Path],
+) -> None:
+    cutile, main = backend_csvs
+    result = import_csvs([cutile, main])
+    assert providers_of(result) == [
+        "liger",
+        "liger_cutile",
+        "liger_cutile",
+        "liger_triton",
+        "torch",
+    ]
+    renames = [w for w in result.warnings if "imported as" in w]
+    assert renames == [
+        "all_benchmark_data_cutile.csv: 2 row(s) of provider 'liger' imported as "
+        "'liger_cutile' (in a per-backend CSV the plain name is that backend's code, "
+        "not Triton's)"
+    ]
+
+
+def test_main_file_keeps_plain_liger_without_warning(backend_csvs: tuple[Path, Path]) -> None:
+    _, main = backend_csvs
+    result = import_csvs([main])
+    assert providers_of(result) == ["liger"]
+    assert result.warnings == ()
+
+
+def test_renaming_needs_the_file_name() -> None:
+    text = csv_text({**BASE, "kernel_provider": "liger"})
+    (renamed,) = read_rows(text, "x", csv_name="all_benchmark_data_cutedsl.csv")
+    (kept,) = read_rows(text, "x")
+    assert isinstance(renamed, Row) and isinstance(kept, Row)
+    assert (renamed.cells["kernel_provider"], renamed.renamed_from) == ("liger_cutedsl", "liger")
+    assert (kept.cells["kernel_provider"], kept.renamed_from) == ("liger", None)

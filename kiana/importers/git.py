@@ -8,8 +8,10 @@ the history with plain ``git`` subprocess calls (no network, no library):
    lists every commit (merges compared with their first parent) that added or changed a
    CSV under ``benchmark/data/``, with the files it touched;
 2. ``git show COMMIT:PATH`` reads each touched file as it was at that commit;
-3. rows are deduplicated on their full content (cells by column name, so a reordered
-   header does not make new rows), keeping the first occurrence, oldest commit first;
+3. rows are read with the file's path, which renames the plain ``liger`` provider of a
+   per-backend CSV (see ``kernel_provider`` in :mod:`kiana.importers.liger`), then
+   deduplicated on their full content (cells by column name, so a reordered header does
+   not make new rows), keeping the first occurrence, oldest commit first;
 4. the union goes through :func:`kiana.importers.liger.convert_rows`, like a CSV import.
 
 Rows are reported with ``<commit:12>:<path>`` as their source and their line in that
@@ -158,7 +160,7 @@ def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
         files += 1
         defaults = {"liger_version": version.release} if version.release else None
         source = f"{version.commit[:12]}:{version.path}"
-        for item in read_rows(version.text, source, defaults=defaults):
+        for item in read_rows(version.text, source, csv_name=version.path, defaults=defaults):
             rows_seen += 1
             if isinstance(item, Row):
                 if item.key in seen:

@@ -10,7 +10,15 @@ Column by column
     ``RunSpec.kernel``; the display title (``LayerNorm``, ``Fused linear + CPO loss``)
     comes from :data:`KERNEL_TITLES` (unknown kernels: the name, words capitalised).
 ``kernel_provider``
-    ``RunSpec.provider`` (third segment of ``externalId``, middle of the title).
+    ``RunSpec.provider`` (third segment of ``externalId``, middle of the title).  One
+    rule renames: Liger writes one CSV per backend, ``all_benchmark_data_<backend>.csv``
+    (``all_benchmark_data_cutile.csv``; ``all_benchmark_data.csv`` is Triton's), and some
+    versions of a per-backend file name the backend's own rows plain ``liger``, like the
+    Triton rows of ``all_benchmark_data.csv``.  So in a per-backend file (backend taken
+    from the file name, see :func:`csv_backend`) a provider of exactly ``liger`` becomes
+    ``liger_<backend>`` (``liger_cutile``), and the import warns once per file.  Every
+    other provider keeps its name (``liger_triton`` rows of two backend files are the
+    same Triton code and stay comparable; ``torch``, ``liger_cutile``, ... unchanged).
 ``kernel_operation_mode``
     the timed pass (``forward``, ``backward``, ``full``, ``no-grad-forward``, ...).
 ``metric_name`` / ``metric_unit``
@@ -85,6 +93,7 @@ from typing import Any, Literal
 
 from kiana.documents import Gpu, Metric, RunSpec, build_document, canonical_json, slugify
 from kiana.errors import InputError, KianaError
+from kiana.vocabulary import LIGER, LIGER_PREFIX
 
 COLUMNS: tuple[str, ...] = (
     "kernel_name",
@@ -437,6 +446,12 @@ class Row:
     cells: dict[str, str]
     source: str
     line: int
+    #: The file as Liger names it (``benchmark/data/<name>.csv`` in git, the base name
+    #: of a file on disk); None when the caller did not say.
+    csv: str | None = None
+    #: The provider the file wrote, when :func:`read_rows` renamed it (``liger`` in a
+    #: per-backend file, see the module docstring).
+    renamed_from: str | None = None
 
     @property
     def key(self) -> tuple[tuple[str, str], ...]:
@@ -539,15 +554,33 @@ def row_document(row: Row) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- CSV files
 
+#: Liger's per-backend CSVs: ``all_benchmark_data_<backend>.csv``.
+_PER_BACKEND = re.compile(r"^all_benchmark_data_(?P<backend>[A-Za-z0-9_]+)\.csv$")
+
+
+def csv_backend(csv_name: str) -> str | None:
+    """The backend a per-backend CSV is named after (``.../all_benchmark_data_cutile.csv``
+    -> ``cutile``); None for ``all_benchmark_data.csv`` (Triton) and any other name."""
+    match = _PER_BACKEND.match(csv_name.replace("\\", "/").rsplit("/", 1)[-1])
+    return match["backend"] if match else None
+
 
 def read_rows(
-    text: str, source: str, *, defaults: Mapping[str, str] | None = None
+    text: str,
+    source: str,
+    *,
+    csv_name: str | None = None,
+    defaults: Mapping[str, str] | None = None,
 ) -> Iterator[Row | Skipped]:
     """Records of one CSV text.  ``line`` is the 1-based line a record starts on.
 
-    ``defaults`` fills columns the file lacks (the git importer passes the release
-    version for CSVs written before Liger recorded ``liger_version``).
+    ``csv_name`` is the file as Liger names it (``benchmark/data/<name>.csv``, or a base
+    name): in a per-backend file a provider of exactly ``liger`` becomes
+    ``liger_<backend>`` (module docstring, ``kernel_provider``).  ``defaults`` fills
+    columns the file lacks (the git importer passes the release version for CSVs written
+    before Liger recorded ``liger_version``).
     """
+    backend = csv_backend(csv_name) if csv_name is not None else None
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
@@ -575,7 +608,12 @@ def read_rows(
             continue
         record = dict(defaults or {})
         record.update(zip(header, cells, strict=True))
-        yield Row(record, source, line)
+        renamed_from = None
+        provider = record.get("kernel_provider")
+        if backend is not None and provider is not None and provider.strip() == LIGER:
+            renamed_from = provider
+            record["kernel_provider"] = f"{LIGER_PREFIX}{backend}"
+        yield Row(record, source, line, csv=csv_name, renamed_from=renamed_from)
 
 
 @dataclass(frozen=True)
@@ -608,12 +646,15 @@ def convert_rows(rows: Iterable[Row | Skipped], *, sources: Sequence[str] = ()) 
     """Rows -> documents, with the slug-collision backstop (rule 6) over all of them."""
     converted: list[tuple[RunSpec, str]] = []
     skipped: list[Skipped] = []
+    renamed: Counter[tuple[str, str]] = Counter()
     read = 0
     for item in rows:
         read += 1
         if isinstance(item, Skipped):
             skipped.append(item)
             continue
+        if item.renamed_from is not None:
+            renamed[(item.csv or item.source, item.cells["kernel_provider"])] += 1
         try:
             spec = row_spec(item)
         except LigerRowError as exc:
@@ -621,7 +662,13 @@ def convert_rows(rows: Iterable[Row | Skipped], *, sources: Sequence[str] = ()) 
             continue
         x_name = item.cells["x_name"].strip()
         converted.append((spec, PART_NAMES.get(x_name) or _key_name(x_name)))
-    specs, warnings = _separate_collisions(converted)
+    warnings = [
+        f"{csv}: {count} row(s) of provider {LIGER!r} imported as {provider!r} (in a "
+        f"per-backend CSV the plain name is that backend's code, not Triton's)"
+        for (csv, provider), count in sorted(renamed.items())
+    ]
+    specs, collisions = _separate_collisions(converted)
+    warnings += collisions
     unknown = sorted({s.gpu.name for s in specs if not gpu_is_known(s.gpu)})
     warnings += [f"unknown GPU {name!r}: architecture recorded as 'unknown'" for name in unknown]
     return ImportResult(
@@ -686,6 +733,6 @@ def import_csvs(paths: Sequence[Path]) -> ImportResult:
 
     def rows() -> Iterator[Row | Skipped]:
         for path in paths:
-            yield from read_rows(read_csv_file(path), str(path))
+            yield from read_rows(read_csv_file(path), str(path), csv_name=path.name)
 
     return convert_rows(rows(), sources=[str(p) for p in paths])
