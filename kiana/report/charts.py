@@ -23,17 +23,20 @@ import polars as pl
 
 from kiana.errors import UsageError
 from kiana.report import frames
+from kiana.vocabulary import VERDICTS
 
 if TYPE_CHECKING:
     import altair as alt
 
-VERDICT_COLORS: dict[str, str] = {
+_COLORS = {
     "regression": "#cf222e",
     "improvement": "#1a7f37",
     "drift": "#bf8700",
     "inconclusive": "#8c959f",
     "unchanged": "#d0d7de",
 }
+#: One colour per verdict, in :data:`kiana.vocabulary.VERDICTS` order (the legend's).
+VERDICT_COLORS: dict[str, str] = {v: _COLORS[v] for v in VERDICTS}
 #: Provider lines: no red (red marks the flagged step and regressions).
 PROVIDER_COLORS: list[str] = [
     "#0969da", "#8250df", "#bf8700", "#1b7c83", "#57606a", "#e16f24", "#4d2d00", "#bf3989",

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kiana.vocabulary import VERDICTS
+
 Align = Literal["left", "right"]
 
 #: Characters shown as visible marks: bidi controls, zero-width joiners, C0/C1 controls.
@@ -111,8 +113,7 @@ def fmt_ratio(value: float | None) -> str:
 
 def badge(verdict: str | None) -> Html:
     """A coloured verdict label; unknown verdicts get the neutral style."""
-    known = {"regression", "improvement", "unchanged", "inconclusive", "drift"}
-    cls = verdict if verdict in known else "other"
+    cls = verdict if verdict in VERDICTS else "other"
     return Html(f'<span class="badge {cls}">{esc(verdict)}</span>')
 
 

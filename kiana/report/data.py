@@ -13,8 +13,7 @@ import polars as pl
 
 from kiana.report import frames
 from kiana.stats.versions import version_table
-
-VERDICT_ORDER: tuple[str, ...] = ("regression", "drift", "improvement", "inconclusive", "unchanged")
+from kiana.vocabulary import VERDICTS, verdict_rank
 
 
 class Judgement(Protocol):
@@ -68,16 +67,12 @@ class ReportData:
 
 
 def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
-    """Most important first: by verdict (regression, drift, improvement, inconclusive,
-    unchanged), then impact, then the size of the median change."""
+    """Most important first: by verdict (in :data:`kiana.vocabulary.VERDICTS` order),
+    then impact, then the size of the median change."""
     if findings.height == 0:
         return findings.with_columns(pl.lit(0, pl.Int64).alias("rank"))
-    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
     keyed = findings.with_columns(
-        pl.col("verdict")
-        .replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
-        .alias("_v"),
-        pl.col("median_change").abs().alias("_m"),
+        verdict_rank().alias("_v"), pl.col("median_change").abs().alias("_m")
     )
     ordered = keyed.sort(
         ["_v", "impact", "_m", "kernel", "pass", "provider", "gpu"],
@@ -135,7 +130,7 @@ def gather(
         "steps": steps.height,
         "findings": ordered.height,
     }
-    for verdict in VERDICT_ORDER:
+    for verdict in VERDICTS:
         counts[verdict] = ordered.filter(pl.col("verdict") == verdict).height
     pairs = frames.speedup_frame(runs)
     return ReportData(

@@ -17,6 +17,7 @@ import polars as pl
 from kiana.errors import UsageError
 from kiana.report.components import visible
 from kiana.stats.versions import version_table
+from kiana.vocabulary import FINDING_KEYS, liger_expr
 
 __all__ = [
     "chart_values",
@@ -32,8 +33,10 @@ __all__ = [
     "worst_step",
 ]
 
-FINDING_KEYS = ("kernel", "pass", "provider", "gpu", "metric", "from_version", "to_version")
-LIGER_EXPR = (pl.col("provider") == "liger") | pl.col("provider").str.starts_with("liger_")
+#: Keys a finding must carry; the session keys of FINDING_KEYS are matched when both the
+#: finding and the frame have them (judgements made before sessions have neither).
+_SESSION_KEYS = ("from_session", "to_session")
+_REQUIRED_KEYS = tuple(k for k in FINDING_KEYS if k not in _SESSION_KEYS)
 
 
 def _passed(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
@@ -70,7 +73,7 @@ def series_frame(
         )
         .join(ranks, on="liger_version", how="left")
         .with_columns(
-            pl.when(LIGER_EXPR).then(pl.lit("Liger")).otherwise(pl.lit("baseline")).alias("role")
+            pl.when(liger_expr()).then(pl.lit("Liger")).otherwise(pl.lit("baseline")).alias("role")
         )
         .sort("provider", "version_rank")
     )
@@ -104,15 +107,16 @@ def natural_order(values: Iterable[str]) -> list[str]:
 
 
 def _matches(frame: pl.DataFrame, finding: Mapping[str, Any]) -> pl.DataFrame:
-    missing = [k for k in FINDING_KEYS if k not in finding]
+    missing = [k for k in _REQUIRED_KEYS if k not in finding]
     if missing:
         raise UsageError(
             f"a finding needs the fields {', '.join(missing)}",
             hint="pass a row of judge(...).findings, e.g. findings.row(0, named=True)",
         )
+    keys = [*_REQUIRED_KEYS, *(k for k in _SESSION_KEYS if k in finding and k in frame.columns)]
     cond = pl.lit(True)
-    for key in FINDING_KEYS:
-        cond = cond & (pl.col(key) == finding[key])
+    for key in keys:
+        cond = cond & pl.col(key).eq_missing(finding[key])
     return frame.filter(cond)
 
 
@@ -149,8 +153,8 @@ def speedup_frame(runs: pl.DataFrame, *, version: str | None = None) -> pl.DataF
     data = _passed(runs, "latency").filter(pl.col("median") > 0)
     keys = ["partition_id", "kernel", "pass", "gpu", "workload", "liger_version"]
     per = data.group_by([*keys, "provider"]).agg(pl.col("median").median())
-    liger = per.filter(LIGER_EXPR)
-    base = per.filter(~LIGER_EXPR).rename({"provider": "baseline", "median": "baseline_median"})
+    liger = per.filter(liger_expr())
+    base = per.filter(~liger_expr()).rename({"provider": "baseline", "median": "baseline_median"})
     if version is not None:
         liger = liger.filter(pl.col("liger_version") == version)
     pairs = liger.join(base, on=keys, how="inner").with_columns(

@@ -29,7 +29,8 @@ from kiana.report.components import (
     stat_cards,
     table,
 )
-from kiana.report.data import VERDICT_ORDER, ReportData, ReportOptions
+from kiana.report.data import ReportData, ReportOptions
+from kiana.vocabulary import FLAGGED, VERDICTS
 
 CHART_ROWS = 150  # rows of the speedup heat map
 
@@ -76,7 +77,7 @@ def _n(count: int, word: str) -> str:
 def headline(data: ReportData) -> str:
     c = data.counts
     parts = [f"{c[v]:,} {v}{'s' if c[v] != 1 and v != 'drift' else ''}"
-             for v in ("regression", "drift", "improvement") if c.get(v)]  # fmt: skip
+             for v in FLAGGED if c.get(v)]  # fmt: skip
     found = ", ".join(parts) if parts else "no regressions"
     versions = data.versions["liger_version"].to_list()
     span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
@@ -106,7 +107,7 @@ def summary(data: ReportData) -> Html:
     verdicts = "".join(
         f'<div class="card"><div class="num">{esc(fmt_number(c[v]))}</div>'
         f'<div class="label">{badge(v)}</div></div>'
-        for v in VERDICT_ORDER
+        for v in VERDICTS
     )
     extra = note(
         f"{c['latency runs']:,} latency runs and {c['memory runs']:,} memory runs passed; "
@@ -156,7 +157,7 @@ def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, lim
 
 
 def _verdict_rank(verdict: object) -> int:
-    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+    return VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS)
 
 
 def memory_section(data: ReportData, charted: set[int], limit: int) -> Html:
