@@ -6,14 +6,14 @@ timed pass, workload and GPU (vendor + product + form factor, so ``NVIDIA H100
 notes say it: "Comparable only within one kernel, workload, timed pass, and GPU."
 Inside a partition each provider (and metric) forms its own **series**.
 
-``partition_id`` is the first 16 hex digits of the sha256 of the key fields joined
-by U+001F, prefixed by a recipe version; the loader computes the same in SQL, so ids
-are stable across loads and machines.
+The recipe (``PARTITION_FIELDS``, ``partition_id``) is :mod:`kiana.vocabulary`'s:
+the first 16 hex digits of the sha256 of a recipe version and the key fields joined by
+U+001F.  The loader computes the same in SQL (``partition_id_sql``), so ids are stable
+across loads and machines.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -22,9 +22,17 @@ import duckdb
 import polars as pl
 
 from kiana.errors import NotComparableError
+from kiana.vocabulary import PARTITION_FIELDS, partition_id
 
-PARTITION_FIELDS = ("family", "kernel", "pass", "workload", "gpu")
-_RECIPE = "v1"
+__all__ = [
+    "PARTITION_FIELDS",
+    "PartitionKey",
+    "compare",
+    "ensure_comparable",
+    "ensure_one_partition",
+    "partition_id",
+    "partitions",
+]
 
 
 @dataclass(frozen=True)
@@ -49,11 +57,6 @@ class PartitionKey:
             str(run["workload"]),
             str(run["gpu"]),
         )
-
-
-def partition_id(family: str, kernel: str, pass_: str, workload: str, gpu: str) -> str:
-    text = "\x1f".join([_RECIPE, family, kernel, pass_, workload, gpu])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _differences(a: PartitionKey, b: PartitionKey) -> dict[str, tuple[object, object]]:

@@ -9,12 +9,13 @@ from typing import Any
 import duckdb
 import polars as pl
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kiana.load
 from kiana.errors import NotComparableError
 from kiana.group import compare, ensure_comparable, ensure_one_partition, partition_id, partitions
+from kiana.vocabulary import GPU_LABEL_SQL, PARTITION_RECIPE, gpu_label, partition_id_sql
 from tests.conftest import write_jsonl
 
 Doc = dict[str, Any]
@@ -122,3 +123,80 @@ def test_partition_ids_differ_when_keys_differ(
     a: tuple[str, str, str, str, str], b: tuple[str, str, str, str, str]
 ) -> None:
     assert (partition_id(*a) == partition_id(*b)) == (a == b)
+
+
+#: Strings that could make SQL and Python disagree: the separator itself, NUL, quotes,
+#: backslashes, non-ASCII letters whose case folds to more characters, emoji, blanks.
+HOSTILE = (
+    "",
+    "a\x1fb",
+    "x\x00y",
+    "'; DROP TABLE runs; --",
+    '"pass"',
+    "\\u00e9 \\",
+    "é",
+    "İSTANBUL",
+    "🚀 rocket",
+    "line\nbreak\ttab",
+    " lead",
+    "trail ",
+    "\u200b",
+)
+
+_KEY_SQL = (
+    "SELECT {expr} FROM (SELECT ?::VARCHAR AS family, ?::VARCHAR AS kernel, "
+    '?::VARCHAR AS "pass", ?::VARCHAR AS workload, ?::VARCHAR AS gpu)'
+)
+
+
+def _sql_partition_id(con: duckdb.DuckDBPyConnection, key: tuple[str, ...]) -> str:
+    (value,) = con.execute(_KEY_SQL.format(expr=partition_id_sql()), list(key)).fetchall()[0]
+    return str(value)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_partition_id_sql_equals_python_on_hostile_strings(text: str) -> None:
+    """An existing database keeps working only if the loader's SQL and
+    :func:`kiana.vocabulary.partition_id` give byte-identical ids."""
+    con = duckdb.connect()
+    for key in ((text, "k", "p", "w", "g"), ("f", text, text, "w" + text, text + "g")):
+        assert _sql_partition_id(con, key) == partition_id(*key)
+
+
+_SQL = duckdb.connect()
+
+
+@settings(deadline=None, max_examples=60)
+@given(key=st.tuples(*[st.text(st.characters(exclude_categories=["Cs"]), max_size=6)] * 5))
+def test_partition_id_sql_equals_python(key: tuple[str, str, str, str, str]) -> None:
+    assert _sql_partition_id(_SQL, key) == partition_id(*key)
+
+
+def test_partition_id_is_the_v1_recipe() -> None:
+    """The recipe of every stored id: changing it orphans existing databases."""
+    assert PARTITION_RECIPE == "v1"
+    assert partition_id("f", "k", "p", "w", "g") == "db3591c15a58087a"
+
+
+@pytest.mark.parametrize(
+    ("vendor", "product", "form_factor"),
+    [
+        ("NVIDIA", "NVIDIA H100", "80GB HBM3"),
+        ("NVIDIA", "H100", "PCIe"),
+        ("nvidia", "NVIDIA H100", None),
+        ("AMD", "MI300X", ""),
+        ("İ", "i̇x", "'; --"),
+        ("ß", "SS", "🚀"),
+    ],
+)
+def test_gpu_label_sql_equals_python(vendor: str, product: str, form_factor: str | None) -> None:
+    (label,) = (
+        duckdb.connect()
+        .execute(
+            f"SELECT {GPU_LABEL_SQL} FROM (SELECT ?::VARCHAR AS vendor, ?::VARCHAR AS product, "
+            "?::VARCHAR AS form_factor)",
+            [vendor, product, form_factor],
+        )
+        .fetchall()[0]
+    )
+    assert label == gpu_label(vendor, product, form_factor)

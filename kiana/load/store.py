@@ -24,8 +24,7 @@ from kiana.load.columns import CONTENT_HASH, FLAT_SQL
 from kiana.load.fast import FAST_SQL
 from kiana.load.hashing import sha256_hex
 from kiana.load.sources import Batch
-
-PARTITION_VERSION = "v1"
+from kiana.vocabulary import GPU_LABEL_SQL, partition_id_sql
 
 #: Seconds per stage of a load, summed over its batches, while a caller has set this to
 #: a dict (``bench/load_stages.py`` does, to profile the loader); ``None`` (the
@@ -123,11 +122,8 @@ WITH ok AS (
     SELECT * FROM firsts ANTI JOIN runs r USING (run_id)
 )
 SELECT x.* EXCLUDE (reject_path, reject_reason), fresh.run_id,
-    CASE WHEN starts_with(lower(product), lower(vendor)) THEN product
-         ELSE vendor || ' ' || product END
-        || CASE WHEN coalesce(form_factor, '') <> '' THEN ' ' || form_factor ELSE '' END AS gpu,
-    left(sha256(concat_ws(chr(31), '{PARTITION_VERSION}', family, kernel, "pass",
-        workload, gpu)), 16) AS partition_id
+    {GPU_LABEL_SQL} AS gpu,
+    {partition_id_sql()} AS partition_id
 FROM _flat x JOIN fresh USING (rec, item)
 """
 
