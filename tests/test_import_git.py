@@ -29,8 +29,8 @@ BASE = {
     "x_label": "hidden size",
     "x_value": "1024",
     "y_value_50": "0.5",
-    "y_value_20": "0.4",
-    "y_value_80": "0.6",
+    "y_value_20": "0.3",
+    "y_value_80": "1.0",
     "extra_benchmark_config_str": '{"M": 2048, "dtype": "torch.bfloat16", "eps": 1e-06}',
     "gpu_name": "NVIDIA H100 80GB HBM3",
     "timestamp": "2025-01-01 00:00:00",
@@ -183,3 +183,51 @@ def test_plain_liger_of_a_backend_file_in_history_becomes_liger_backend(repo: Pa
         f"{CUTILE_PATH}: 2 row(s) of provider 'liger' imported as 'liger_cutile' (in a "
         "per-backend CSV the plain name is that backend's code, not Triton's)"
     ]
+
+
+def test_labels_name_the_csv_path_and_the_first_commit_holding_the_row(repo: Path) -> None:
+    c1, _docs, c2, c3 = git(repo, "rev-list", "--reverse", "HEAD").split()
+    found = {
+        (
+            d["run"]["metadata"]["labels"]["liger_version"],
+            d["run"]["spec"]["sourceNative"]["externalId"].split("/")[4][:10],
+        ): d["run"]["metadata"]["labels"]
+        for d in import_git(repo).result.documents
+    }
+    commits = {key: labels.pop("liger_commit") for key, labels in found.items()}
+    assert commits == {
+        ("0.5.0", "hidden1024"): c1,
+        ("0.5.0", "hidden2048"): c1,  # unchanged in c2: the oldest commit holding it
+        ("0.6.0", "hidden1024"): c2,
+        ("0.7.0", "hidden1024"): c3,
+        ("0.7.0", "hidden2048"): c3,
+    }
+    assert all(len(sha) == 40 for sha in commits.values())
+    assert {labels["liger_csv"] for labels in found.values()} == {CSV_PATH}
+
+
+def test_cli_git_labels_reach_the_labels_table(repo: Path, tmp_path: Path) -> None:
+    load = pytest.importorskip("kiana.load")
+    db = tmp_path / "k.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "kiana", "import", "liger", "--git", str(repo), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(loaded 5, already present 0, rejected 0)" in done.stdout
+    con = load.connect(db)
+    rows = con.execute(
+        "select key, value, count(*) from labels where key like 'liger\\_c%' escape '\\' "
+        "group by all order by key, value"
+    ).fetchall()
+    c1, _docs, c2, c3 = git(repo, "rev-list", "--reverse", "HEAD").split()
+    assert rows == sorted(
+        [
+            ("liger_commit", c1, 2),
+            ("liger_commit", c2, 1),
+            ("liger_commit", c3, 2),
+            ("liger_csv", CSV_PATH, 5),
+        ]
+    )

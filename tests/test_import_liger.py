@@ -16,6 +16,8 @@ import pytest
 from kiana.importers.liger import (
     COLUMNS,
     KERNEL_TITLES,
+    LABEL_COMMIT,
+    LABEL_CSV,
     ImportResult,
     Row,
     convert_rows,
@@ -79,9 +81,12 @@ def real() -> ImportResult:
 
 
 def without_digests(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document less its digests and kiana's provenance labels (the seeds predate them)."""
     doc = json.loads(json.dumps(doc))
     for key in DIGESTS:
         doc["run"]["spec"].pop(key)
+    for label in (LABEL_CSV, LABEL_COMMIT):
+        doc["run"]["metadata"]["labels"].pop(label, None)
     return doc
 
 
@@ -108,6 +113,7 @@ def test_seed_row_round_trips_except_digests(seed: str, real: ImportResult) -> N
     ]
     assert len(docs) == 1
     assert json.dumps(without_digests(docs[0])) == json.dumps(without_digests(expected))
+    assert docs[0]["run"]["metadata"]["labels"][LABEL_CSV] == "all_benchmark_data.csv"
 
 
 def test_same_row_gives_same_digests() -> None:
@@ -455,3 +461,44 @@ def test_renaming_needs_the_file_name() -> None:
     assert isinstance(renamed, Row) and isinstance(kept, Row)
     assert (renamed.cells["kernel_provider"], renamed.renamed_from) == ("liger_cutedsl", "liger")
     assert (kept.cells["kernel_provider"], kept.renamed_from) == ("liger", None)
+
+
+# --- provenance labels ---------------------------------------------------------------
+
+
+def labels_of(result: ImportResult) -> list[dict[str, str]]:
+    return [d["run"]["metadata"]["labels"] for d in result.documents]
+
+
+def test_csv_file_label_is_its_base_name(small_csv: Path) -> None:
+    assert (
+        labels_of(import_csvs([small_csv]))
+        == [{"liger_version": "0.6.0", LABEL_CSV: "small.csv"}] * 2
+    )
+
+
+def test_one_file_from_two_folders_gives_identical_documents(
+    small_csv: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "elsewhere" / small_csv.name
+    other.parent.mkdir()
+    other.write_bytes(small_csv.read_bytes())
+    first, second = import_csvs([small_csv]), import_csvs([other])
+    assert first.documents == second.documents
+    assert first.sources != second.sources
+
+
+def test_rows_without_a_file_name_carry_no_provenance_label() -> None:
+    assert row_document(row())["run"]["metadata"]["labels"] == {"liger_version": "0.6.0"}
+
+
+def test_cli_labels_reach_the_labels_table(small_csv: Path, tmp_path: Path) -> None:
+    load = pytest.importorskip("kiana.load")
+    db = tmp_path / "k.duckdb"
+    done = kiana(small_csv, "--db", db)
+    assert done.returncode == 0, done.stderr
+    con = load.connect(db)
+    rows = con.execute(
+        "select key, value, count(*) from labels group by all order by key"
+    ).fetchall()
+    assert rows == [(LABEL_CSV, "small.csv", 2), ("liger_version", "0.6.0", 2)]

@@ -15,7 +15,8 @@ the history with plain ``git`` subprocess calls (no network, no library):
 4. the union goes through :func:`kiana.importers.liger.convert_rows`, like a CSV import.
 
 Rows are reported with ``<commit:12>:<path>`` as their source and their line in that
-version of the file.  CSVs written before Liger recorded ``liger_version`` get the
+version of the file; their documents carry the labels ``liger_csv`` (the path) and
+``liger_commit`` (the full sha of the first commit holding the row).  CSVs written before Liger recorded ``liger_version`` get the
 release named in that commit's ``pyproject.toml`` / ``setup.py`` (when one is there).
 """
 
@@ -160,7 +161,10 @@ def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
         files += 1
         defaults = {"liger_version": version.release} if version.release else None
         source = f"{version.commit[:12]}:{version.path}"
-        for item in read_rows(version.text, source, csv_name=version.path, defaults=defaults):
+        rows_of_file = read_rows(
+            version.text, source, csv_name=version.path, commit=version.commit, defaults=defaults
+        )
+        for item in rows_of_file:
             rows_seen += 1
             if isinstance(item, Row):
                 if item.key in seen:

@@ -44,6 +44,19 @@ Column by column
 ``liger_version``
     ``run.metadata.labels.liger_version``.
 
+Beside it, two provenance labels say where the row was recorded (later stages tell
+benchmark sessions apart by them: one file at one commit):
+
+``liger_csv``
+    the CSV as Liger names it: ``benchmark/data/<name>.csv`` (its path in the repository)
+    for git imports, the file's base name for CSV files given on the command line (never
+    an absolute path: a run's id is the sha256 of its document, so one file imported from
+    two folders must give identical documents).
+``liger_commit``
+    git imports only: the full sha of the commit whose version of the file holds the row,
+    the first commit where that row's content appeared (rows are deduplicated keeping the
+    oldest).
+
 The workload slug rule
 ======================
 1. Parameters = the config plus ``x_name = x_value`` (``x_value`` read as an int, else a
@@ -114,6 +127,10 @@ COLUMNS: tuple[str, ...] = (
 )
 
 LigerMetric = Literal["speed", "memory"]
+
+#: Provenance labels (``run.metadata.labels``) of every imported document.
+LABEL_CSV = "liger_csv"
+LABEL_COMMIT = "liger_commit"
 
 #: metric_name -> (metric_unit it must carry, kiana metric)
 METRICS: dict[str, tuple[str, Metric]] = {"speed": ("ms", "latency"), "memory": ("MB", "memory")}
@@ -449,9 +466,21 @@ class Row:
     #: The file as Liger names it (``benchmark/data/<name>.csv`` in git, the base name
     #: of a file on disk); None when the caller did not say.
     csv: str | None = None
+    #: The full sha of the commit whose version of the file holds the row (git imports).
+    commit: str | None = None
     #: The provider the file wrote, when :func:`read_rows` renamed it (``liger`` in a
     #: per-backend file, see the module docstring).
     renamed_from: str | None = None
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The provenance labels of the row's document (module docstring)."""
+        labels: dict[str, str] = {}
+        if self.csv is not None:
+            labels[LABEL_CSV] = self.csv
+        if self.commit is not None:
+            labels[LABEL_COMMIT] = self.commit
+        return labels
 
     @property
     def key(self) -> tuple[tuple[str, str], ...]:
@@ -545,6 +574,7 @@ def row_spec(row: Row) -> RunSpec:
         metric=metric,
         workload_params=params,
         native_metrics=native,
+        labels=row.labels,
     )
 
 
@@ -570,13 +600,15 @@ def read_rows(
     source: str,
     *,
     csv_name: str | None = None,
+    commit: str | None = None,
     defaults: Mapping[str, str] | None = None,
 ) -> Iterator[Row | Skipped]:
     """Records of one CSV text.  ``line`` is the 1-based line a record starts on.
 
     ``csv_name`` is the file as Liger names it (``benchmark/data/<name>.csv``, or a base
-    name): in a per-backend file a provider of exactly ``liger`` becomes
-    ``liger_<backend>`` (module docstring, ``kernel_provider``).  ``defaults`` fills
+    name), each row's ``liger_csv`` label; in a per-backend file a provider of exactly
+    ``liger`` becomes ``liger_<backend>`` (module docstring, ``kernel_provider``).
+    ``commit`` (git imports) is each row's ``liger_commit`` label.  ``defaults`` fills
     columns the file lacks (the git importer passes the release version for CSVs written
     before Liger recorded ``liger_version``).
     """
@@ -613,7 +645,7 @@ def read_rows(
         if backend is not None and provider is not None and provider.strip() == LIGER:
             renamed_from = provider
             record["kernel_provider"] = f"{LIGER_PREFIX}{backend}"
-        yield Row(record, source, line, csv=csv_name, renamed_from=renamed_from)
+        yield Row(record, source, line, csv=csv_name, commit=commit, renamed_from=renamed_from)
 
 
 @dataclass(frozen=True)
