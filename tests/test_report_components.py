@@ -18,6 +18,7 @@ from kiana.report.components import (
     fmt_change,
     fmt_number,
     fmt_ratio,
+    join,
     json_script,
     json_text,
     section,
@@ -28,22 +29,22 @@ from tests.test_report_helpers import PAYLOADS
 
 
 def test_esc_escapes_markup_and_quotes() -> None:
-    assert esc('<a href="x">&\'') == "&lt;a href=&quot;x&quot;&gt;&amp;&#x27;"
-    assert esc(None) == ""
-    assert esc(Html("<b>ok</b>")) == "<b>ok</b>"
+    assert str(esc('<a href="x">&\'')) == "&lt;a href=&quot;x&quot;&gt;&amp;&#x27;"
+    assert str(esc(None)) == ""
+    assert str(esc(Html("<b>ok</b>"))) == "<b>ok</b>"
 
 
 def test_esc_makes_direction_overrides_visible() -> None:
-    assert esc("abc\u202edef\u200b") == "abc[U+202E]def[U+200B]"
+    assert str(esc("abc\u202edef\u200b")) == "abc[U+202E]def[U+200B]"
 
 
 def test_badge() -> None:
-    assert badge("regression") == '<span class="badge regression">regression</span>'
-    assert badge("<x>") == '<span class="badge other">&lt;x&gt;</span>'
+    assert str(badge("regression")) == '<span class="badge regression">regression</span>'
+    assert str(badge("<x>")) == '<span class="badge other">&lt;x&gt;</span>'
 
 
 def test_stat_cards() -> None:
-    assert stat_cards([("runs", 12345)]) == (
+    assert str(stat_cards([("runs", 12345)])) == (
         '<div class="cards"><div class="card"><div class="num">12,345</div>'
         '<div class="label">runs</div></div></div>'
     )
@@ -56,7 +57,7 @@ def test_table_with_sort_key_and_filter_attribute() -> None:
         id="t1",
         sortable=True,
     )
-    assert html == (
+    assert str(html) == (
         '<table id="t1" class="data sortable"><thead><tr><th class="left" tabindex="0">kernel'
         '</th><th class="right" tabindex="0">change</th></tr></thead><tbody>'
         '<tr data-kernel="layer_norm"><td class="left">layer_norm</td>'
@@ -65,18 +66,35 @@ def test_table_with_sort_key_and_filter_attribute() -> None:
 
 
 def test_empty_table_says_so() -> None:
-    assert '<tr class="empty"><td colspan="1">none</td></tr>' in table(
-        [Column("a")], [], empty="none"
+    assert '<tr class="empty"><td colspan="1">none</td></tr>' in str(
+        table([Column("a")], [], empty="none")
     )
 
 
 def test_section_and_filter_bar() -> None:
-    assert section("x y", "T<", "<b>", intro="i&") == (
+    assert str(section("x y", "T<", Html("<b>"), intro="i&")) == (
         '<section id="x-y"><h2>T&lt;</h2><p class="intro">i&amp;</p><b></section>'
     )
-    bar = filter_bar("tbl", {"gpu": ["H100"]}, hide={"gpu": "A100"})
+    bar = str(filter_bar("tbl", {"gpu": ["H100"]}, hide={"gpu": "A100"}))
     assert '<option value="!A100" selected>all but A100</option>' in bar
     assert '<select data-filter="gpu" data-table="tbl">' in bar
+
+
+def test_a_plain_str_is_never_markup() -> None:
+    """Only an :class:`Html` is inserted as it is: a str body, cell or part is escaped."""
+    attack = "<script>alert(1)</script>"
+    assert str(section("s", "t", attack)) == (
+        '<section id="s"><h2>t</h2>&lt;script&gt;alert(1)&lt;/script&gt;</section>'
+    )
+    assert "<script>" not in str(table([Column("a")], [[attack]]))
+    assert str(join(Html("<b>"), attack)) == "<b>&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert not isinstance(esc(attack), str)
+    with pytest.raises(TypeError):
+        Html("<b>") + attack  # type: ignore[operator]
+    with pytest.raises(TypeError):
+        attack + Html("<b>")  # type: ignore[operator]
+    with pytest.raises(TypeError):
+        Html(Html("<b>"))  # type: ignore[arg-type]
 
 
 def test_formats() -> None:
@@ -89,7 +107,7 @@ def test_formats() -> None:
 
 def test_json_script_cannot_be_closed_by_data() -> None:
     value = {"label": "</script><script>alert(1)</script>", "x": "a\u2028b&c", "n": float("nan")}
-    block = json_script(value, data_chart="c1")
+    block = str(json_script(value, data_chart="c1"))
     inner = block.removeprefix('<script type="application/json" data-chart="c1">')
     inner = inner.removesuffix("</script>")
     assert "<" not in inner and ">" not in inner and "&" not in inner and "\u2028" not in inner
@@ -107,7 +125,7 @@ class _Tags(HTMLParser):
 
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_hostile_strings_never_become_markup(payload: str) -> None:
-    html = "".join([
+    html = "".join(str(part) for part in [
         esc(payload), table([Column("name", key="name")], [[payload]]), badge(payload),
         section("s", payload, ""), stat_cards([(payload, payload)]),
         filter_bar("t", {"k": [payload]}),

@@ -3,8 +3,9 @@
 Every string that comes from a document (kernel, provider, GPU, version, title, a
 reject's reason...) is untrusted.  The rule here is simple: a component escapes every
 value it receives, unless the value is an :class:`Html` (markup this module or the
-page built itself).  Bidirectional-override and other invisible control characters are
-shown as visible ``[U+202E]`` marks, so a name cannot reorder the text around it.
+page built itself).  :class:`Html` is not a ``str``: a plain string can never pass for
+markup, and ``Html + str`` is an error (:func:`join` escapes the str).
+Bidirectional-override and other invisible control characters are shown as visible ``[U+202E]`` marks, so a name cannot reorder the text around it.
 
 JSON for ``<script type="application/json">`` blocks goes through :func:`json_script`,
 which escapes ``<``, ``>``, ``&`` and U+2028/U+2029 so no string can end the block.
@@ -40,10 +41,37 @@ _JSON_UNSAFE = re.compile("[<>&\u2028\u2029]")
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class Html(str):
-    """Markup built by kiana itself: components insert it without escaping."""
+@dataclass(frozen=True, slots=True)
+class Html:
+    """Markup built by kiana itself: components insert it without escaping.
 
-    __slots__ = ()
+    A wrapper, not a ``str`` subclass, so that only what is wrapped on purpose is
+    trusted; ``str(html)`` (or an f-string) gives the markup back."""
+
+    markup: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.markup, str) or isinstance(self.markup, Html):
+            raise TypeError(f"Html wraps a str, not {type(self.markup).__name__}")
+
+    def __str__(self) -> str:
+        return self.markup
+
+    def __add__(self, other: Html) -> Html:
+        if not isinstance(other, Html):
+            return NotImplemented
+        return Html(self.markup + other.markup)
+
+    def __bool__(self) -> bool:
+        return bool(self.markup)
+
+    def __contains__(self, text: str) -> bool:
+        return text in self.markup
+
+
+def join(*parts: object) -> Html:
+    """The parts one after another: :class:`Html` as it is, anything else escaped."""
+    return Html("".join(esc(p).markup for p in parts))
 
 
 def visible(text: str) -> str:
@@ -222,16 +250,19 @@ def filter_bar(
     return Html(f'<div class="filters">{"".join(parts)}</div>')
 
 
-def section(id: str, title: str, body: str, intro: str | None = None) -> Html:
-    """A titled section; ``intro`` is plain text explaining how to read it."""
+def section(id: str, title: str, body: object, intro: str | None = None) -> Html:
+    """A titled section; ``body`` is :class:`Html` or escaped, ``intro`` is plain text
+    explaining how to read it."""
     lead = f'<p class="intro">{esc(intro)}</p>' if intro else ""
-    return Html(f'<section id="{safe_id(id)}"><h2>{esc(title)}</h2>{lead}{body}</section>')
+    return Html(f'<section id="{safe_id(id)}"><h2>{esc(title)}</h2>{lead}{esc(body)}</section>')
 
 
 def note(text: str) -> Html:
+    """A short remark, escaped."""
     return Html(f'<p class="note">{esc(text)}</p>')
 
 
 def definition_list(items: Iterable[tuple[str, object]]) -> Html:
+    """``<dl>`` of escaped terms and values."""
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
     return Html(f"<dl>{rows}</dl>")

@@ -23,8 +23,10 @@ from kiana.report.components import (
     fmt_change,
     fmt_number,
     fmt_ratio,
+    join,
     json_script,
     note,
+    safe_id,
     section,
     stat_cards,
     table,
@@ -163,9 +165,8 @@ def _verdict_rank(verdict: object) -> int:
 def memory_section(data: ReportData, charted: set[int], limit: int) -> Html:
     if data.memory_findings.height == 0:
         return note(f"No memory findings ({data.counts['memory runs']:,} memory runs).")
-    return Html(
-        tradeoff_table(data.tradeoffs, limit)
-        + findings_table(data.memory_findings, charted, table_id="memory-table", limit=limit)
+    return tradeoff_table(data.tradeoffs, limit) + findings_table(
+        data.memory_findings, charted, table_id="memory-table", limit=limit
     )
 
 
@@ -217,12 +218,12 @@ def chart_cards(data: ReportData, options: ReportOptions) -> Html:
                 f'<div class="charts">{_chart(f"c-{rank}-s", left)}'
                 f'{_chart(f"c-{rank}-w", right)}</div>'
             )  # fmt: skip
-            body = Html(body + note(
+            body = body + note(
                 f"Left: median (line) and p20–p80 (band) of every provider in the partition "
                 f"of the worst workload ({worst['workload']}); the flagged step is shaded. "
                 "Right: the change of this step at each workload; black ticks show the "
                 "same-run control's change."
-            ))  # fmt: skip
+            )  # fmt: skip
         title = (
             f"#{rank} {r['kernel']} · {r['pass']} · {r['provider']} on {r['gpu']}: "
             f"{r['from_version']} → {r['to_version']}"
@@ -239,11 +240,11 @@ def chart_cards(data: ReportData, options: ReportOptions) -> Html:
     return Html("".join(cards))
 
 
-def _chart(chart_id: str, spec: dict[str, Any]) -> str:
+def _chart(chart_id: str, spec: dict[str, Any]) -> Html:
     """A chart's placeholder and its Vega-Lite JSON (a ``charts.*_spec`` dict, made
     visible, with no ``$schema`` URL the browser could be tempted to fetch)."""
     spec = {k: v for k, v in spec.items() if k != "$schema"}
-    return f'<div class="chart pending" id="{chart_id}"></div>' + json_script(
+    return Html(f'<div class="chart pending" id="{safe_id(chart_id)}"></div>') + json_script(
         spec, data_chart=chart_id
     )
 
@@ -254,7 +255,9 @@ def speedup_section(data: ReportData, limit: int) -> Html:
     labels = data.speedups["row"].n_unique()
     chart = _chart("c-speedup", charts.speedup_spec(data.speedups, max_rows=CHART_ROWS))
     if labels > CHART_ROWS:
-        chart += note(f"The chart shows the first {CHART_ROWS:,} of {labels:,} rows (by name).")
+        chart = chart + note(
+            f"The chart shows the first {CHART_ROWS:,} of {labels:,} rows (by name)."
+        )
     flips, cap = _capped(data.flips, limit, "workloads below 1x")
     cols = (Column("kernel", key="kernel"), Column("pass"), Column("Liger provider"),
             Column("baseline"), Column("GPU"), Column("workload"), Column("version"),
@@ -267,10 +270,9 @@ def speedup_section(data: ReportData, limit: int) -> Html:
         for r in flips.iter_rows(named=True)
     )  # fmt: skip
     flip_table = table(cols, rows, id="flips-table", sortable=True, empty="no workload below 1×")
-    return Html(
-        chart
-        + f"<h3>Workloads where Liger is slower than a baseline ({data.flips.height:,})</h3>"
-        + f'<div class="scroll">{flip_table}</div>{cap}'
+    return chart + Html(
+        f"<h3>Workloads where Liger is slower than a baseline ({data.flips.height:,})</h3>"
+        f'<div class="scroll">{flip_table}</div>{cap}'
     )
 
 
@@ -307,16 +309,21 @@ def quality_section(data: ReportData, limit: int) -> Html:
         ([r["kind"], r["detail"], r["source"]] for r in data.conflicts.head(limit).iter_rows(named=True)),
         empty="no digest conflicts",
     )  # fmt: skip
+    spread_note = note(
+        "p20 = p80 means the harness had too few repetitions to measure "
+        "noise: no noise information, not no noise."
+    )
+    versions_note = note(
+        "Labels that are not PEP 440 versions (main, a git hash) are placed "
+        "by the time they were first observed."
+    )
     return Html(
-        "<h3>Rejected documents, by problem</h3>" + f'<div class="scroll">{rejects}</div>'
-        + "<h3>Warnings on loaded runs</h3>" + warnings
-        + "<h3>Spread (p20–p80) per GPU</h3>"
-        + note("p20 = p80 means the harness had too few repetitions to measure noise: "
-               "no noise information, not no noise.") + spread
-        + "<h3>Liger versions, in kiana's order</h3>"
-        + note("Labels that are not PEP 440 versions (main, a git hash) are placed by the "
-               "time they were first observed.") + f'<div class="scroll">{versions}</div>'
-        + "<h3>Digest conflicts</h3>" + conflicts
+        f'<h3>Rejected documents, by problem</h3><div class="scroll">{rejects}</div>'
+        f"<h3>Warnings on loaded runs</h3>{warnings}"
+        f"<h3>Spread (p20–p80) per GPU</h3>{spread_note}{spread}"
+        f"<h3>Liger versions, in kiana's order</h3>{versions_note}"
+        f'<div class="scroll">{versions}</div>'
+        f"<h3>Digest conflicts</h3>{conflicts}"
     )  # fmt: skip
 
 
@@ -336,13 +343,13 @@ def provenance(data: ReportData, options: ReportOptions, database: str) -> Html:
           r["loaded"], r["already_present"], r["rejected"], r["warned"]]
          for r in data.loads.iter_rows(named=True)),
     )  # fmt: skip
-    return Html(definition_list(items) + "<h3>Loads</h3>" + loads)
+    return Html(f"{definition_list(items)}<h3>Loads</h3>{loads}")
 
 
 def render(data: ReportData, options: ReportOptions, *, database: str = "in memory") -> str:
     """The whole page as one string."""
     charted = {int(r) for r in data.charted["rank"].to_list()} if data.charted.height else set()
-    sections: list[tuple[str, Callable[[], str], str | None]] = [
+    sections: list[tuple[str, Callable[[], Html], str | None]] = [
         ("summary", lambda: summary(data), None),
         ("findings", lambda: findings_table(data.findings, charted, table_id="findings-table",
                                             limit=options.table_rows),
@@ -361,7 +368,7 @@ def render(data: ReportData, options: ReportOptions, *, database: str = "in memo
         ("provenance", lambda: provenance(data, options, database), None),
     ]  # fmt: skip
     titles = dict(SECTIONS)
-    body = "".join(section(key, titles[key], build(), intro) for key, build, intro in sections)
+    body = join(*(section(key, titles[key], build(), intro) for key, build, intro in sections))
     nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title in SECTIONS)
     bundle = assets.vega_bundle()
     csp = assets.content_security_policy([bundle, assets.SCRIPT])
