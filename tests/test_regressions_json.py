@@ -79,7 +79,11 @@ def test_random_floats_as_python_repr() -> None:
     assert _written(frames) == _expected(frames)
 
 
-def test_non_finite_floats_are_refused_as_by_json_dumps() -> None:
-    frames: dict[str, pl.DataFrame | None] = {"x": pl.DataFrame({"v": [1.0, math.inf]})}
-    with pytest.raises(ValueError):
-        _written(frames)
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan], ids=["inf", "-inf", "nan"])
+def test_non_finite_floats_are_refused_as_by_json_dumps(bad: float) -> None:
+    frame = pl.DataFrame({"v": [1.0, bad]})
+    refused = r"^Out of range float values are not JSON compliant"
+    with pytest.raises(ValueError, match=refused):
+        json.dumps(frame.to_dicts(), allow_nan=False)
+    with pytest.raises(ValueError, match=refused):
+        _written({"x": frame})

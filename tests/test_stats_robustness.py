@@ -11,11 +11,8 @@ import polars as pl
 import pytest
 
 import kiana.load
+import kiana.stats as stats
 from tests import reliability as rel
-
-stats = pytest.importorskip("kiana.stats")
-if not hasattr(stats, "judge"):  # pragma: no cover - while kiana.stats is being written
-    pytest.skip("kiana.stats.judge is not written yet", allow_module_level=True)
 
 
 def _runs(tmp_path: Path, docs: list[dict[str, Any]]) -> pl.DataFrame:
@@ -51,7 +48,9 @@ def _series(
 
 def test_one_run_series(tmp_path: Path) -> None:
     result = _judge(_runs(tmp_path, _series(["0.5.0"], [100_000])))
-    assert result.steps.height == 0 or set(result.steps["verdict"]) <= {"inconclusive"}
+    assert result.runs_judged == 1
+    # One version has no step: nothing to judge, so nothing is claimed.
+    assert (result.steps.height, result.findings.height, result.changepoints.height) == (0, 0, 0)
 
 
 def test_all_zero_spreads_and_a_small_change_is_not_a_regression(tmp_path: Path) -> None:
@@ -71,7 +70,18 @@ def test_identical_values_are_unchanged_or_inconclusive(tmp_path: Path) -> None:
 
 def test_versions_that_do_not_parse(tmp_path: Path) -> None:
     docs = _series(["main", "abc1234", "v-weird!", "0.5.0"], [100_000, 150_000, 90_000, 100_000])
-    _judge(_runs(tmp_path, docs))
+    result = _judge(_runs(tmp_path, docs))
+    # Labels that are not PEP 440 are ordered by first observation, not dropped or sorted.
+    versions = result.versions.sort("version_rank")
+    assert versions["liger_version"].to_list() == ["main", "abc1234", "v-weird!", "0.5.0"]
+    assert versions["version_kind"].to_list() == ["label", "label", "label", "pep440"]
+    steps = result.steps.select("from_version", "to_version", "change", "verdict").rows()
+    assert [(a, b, v) for a, b, _, v in steps] == [
+        ("main", "abc1234", "regression"),
+        ("abc1234", "v-weird!", "improvement"),
+        ("v-weird!", "0.5.0", "regression"),
+    ]
+    assert [c for _, _, c, _ in steps] == pytest.approx([0.5, -0.4, 1 / 9])
 
 
 def test_thousands_of_replicates(tmp_path: Path) -> None:
@@ -91,7 +101,20 @@ def test_partition_without_a_baseline_provider(tmp_path: Path) -> None:
 
 def test_only_baselines_and_no_liger(tmp_path: Path) -> None:
     docs = _series(["0.4.0", "0.5.0"], [100_000, 100_000], provider="torch")
-    _judge(_runs(tmp_path, docs))
+    result = _judge(_runs(tmp_path, docs))
+    # A baseline's own series is judged like any other, without a control of its own.
+    step = result.steps.select("provider", "is_liger", "control_provider", "change", "verdict").row(
+        0, named=True
+    )
+    assert result.steps.height == 1
+    assert step == {
+        "provider": "torch",
+        "is_liger": False,
+        "control_provider": None,
+        "change": 0.0,
+        "verdict": "unchanged",
+    }
+    assert result.findings["verdict"].to_list() == ["unchanged"]
 
 
 def test_empty_runs_frame(tmp_path: Path) -> None:
