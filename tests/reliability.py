@@ -473,6 +473,7 @@ def check_load(con: Any, paths: Sequence[Path], cases: Sequence[Case]) -> Checke
     """Load ``paths`` and check every invariant of the loader against ``cases``."""
     import kiana.load
 
+    (runs_before,) = con.execute("SELECT count(*) FROM runs").fetchone()
     summary = kiana.load.load(con, paths)
     out = Checked(read=summary.read)
     if summary.read != summary.loaded + summary.already_present + summary.rejected:
@@ -497,11 +498,12 @@ def check_load(con: Any, paths: Sequence[Path], cases: Sequence[Case]) -> Checke
     ).fetchone()
     if loaded_here != summary.loaded:
         out.problems.append(f"{loaded_here} runs rows for {summary.loaded} loaded")
+    if runs_total != runs_before + summary.loaded:
+        out.problems.append(f"{runs_before} runs + {summary.loaded} loaded = {runs_total} runs")
     stored = {row[0] for row in con.execute("SELECT name FROM runs").fetchall()}
     for case in cases:
         out.lost.extend(n for n in case.valid if n not in stored)
         out.wrongly_loaded.extend(n for n in case.doomed if n in stored)
-    del runs_total
     return out
 
 
