@@ -15,7 +15,7 @@ import pytest
 
 from kiana.errors import InputError
 from kiana.importers.git import import_git
-from kiana.importers.liger import COLUMNS
+from kiana.importers.rows import COLUMNS
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

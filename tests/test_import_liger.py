@@ -13,22 +13,17 @@ from typing import Any
 
 import pytest
 
-from kiana.importers.liger import (
+from kiana.importers.gpus import parse_gpu
+from kiana.importers.liger import ImportResult, convert_rows, csv_backend, import_csvs, read_rows
+from kiana.importers.rows import (
     COLUMNS,
     KERNEL_TITLES,
     LABEL_COMMIT,
     LABEL_CSV,
-    ImportResult,
     Row,
-    convert_rows,
-    csv_backend,
-    import_csvs,
-    parse_gpu,
-    read_rows,
     row_document,
-    workload_params,
-    workload_slug,
 )
+from kiana.importers.workloads import workload_params, workload_slug
 
 LIGER = Path(__file__).parents[1].parent / "shared" / "liger"
 SEEDS = Path(__file__).parents[1].parent / "shared" / "seeds"
@@ -181,6 +176,20 @@ def test_one_point_of_two_sweeps_gets_sweep_suffix() -> None:
     slugs = {d["run"]["spec"]["sourceNative"]["externalId"].split("/")[4] for d in result.documents}
     assert slugs == {"experts128-seq8192-sweep-seq", "experts128-seq8192-sweep-experts"}
     assert result.warnings
+
+
+def test_configs_the_sweep_suffix_cannot_separate_get_a_hash() -> None:
+    underscore = row(extra_benchmark_config_str='{"M": 4096, "act": "a_b"}')
+    hyphen = row(extra_benchmark_config_str='{"M": 4096, "act": "a-b"}')
+    result = convert_rows([underscore, hyphen])
+    slugs = [d["run"]["spec"]["sourceNative"]["externalId"].split("/")[4] for d in result.documents]
+    assert [s.rsplit("-h", 1)[0] for s in slugs] == ["a-b-hidden4096-rows4096"] * 2
+    assert len(set(slugs)) == 2
+    assert [w for w in result.warnings if "-h<hash" in w] == [
+        "kernel layer_norm: 2 different configs give workload 'a-b-hidden4096-rows4096' "
+        "(one point of several sweeps); each got a -sweep-<parameter> suffix, or "
+        "-h<hash of its parameters> where that still clashed"
+    ]
 
 
 def test_real_slugs_are_collision_free_within_a_kernel(real: ImportResult) -> None:

@@ -31,7 +31,8 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from kiana.errors import InputError
-from kiana.importers.liger import ImportResult, Row, Skipped, convert_rows, read_rows
+from kiana.importers.liger import ImportResult, convert_rows, read_rows
+from kiana.importers.rows import Row, Skipped
 
 PATHSPEC = "benchmark/data/*.csv"
 _VERSION_FILES = (
