@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiana.stats import judge
+import polars as pl
+
+from kiana.stats import Judgement, judge
 from tests.test_stats_support import frame, run
 
 
@@ -20,11 +22,23 @@ def _sweep(metric: str, before: float, after: float) -> list[dict[str, Any]]:
     return rows
 
 
+def _tradeoffs(result: Judgement) -> pl.DataFrame:
+    assert result.tradeoffs is not None, "judge always returns a tradeoffs frame"
+    return result.tradeoffs
+
+
+def _liger_verdict(result: Judgement, metric: str) -> str:
+    (verdict,) = result.findings.filter(
+        (pl.col("provider") == "liger") & (pl.col("metric") == metric)
+    )["verdict"]
+    return str(verdict)
+
+
+TRADEOFF = frame(_sweep("latency", 1e6, 0.80) + _sweep("memory", 1000.0, 1.30))
+
+
 def test_faster_but_more_memory_is_a_tradeoff() -> None:
-    runs = frame(_sweep("latency", 1e6, 0.80) + _sweep("memory", 1000.0, 1.30))
-    result = judge(runs)
-    assert result.tradeoffs is not None
-    (row,) = result.tradeoffs.to_dicts()
+    (row,) = _tradeoffs(judge(TRADEOFF)).to_dicts()
     assert (row["kernel"], row["provider"], row["from_version"], row["to_version"]) == (
         "layer_norm",
         "liger",
@@ -35,22 +49,25 @@ def test_faster_but_more_memory_is_a_tradeoff() -> None:
 
 
 def test_faster_with_the_same_memory_is_no_tradeoff() -> None:
-    runs = frame(_sweep("latency", 1e6, 0.80) + _sweep("memory", 1000.0, 1.0))
-    result = judge(runs)
-    assert result.tradeoffs is not None and result.tradeoffs.height == 0
+    result = judge(frame(_sweep("latency", 1e6, 0.80) + _sweep("memory", 1000.0, 1.0)))
+    # The gain is found; only the price is missing.
+    assert _liger_verdict(result, "latency") == "improvement"
+    assert _liger_verdict(result, "memory") == "unchanged"
+    assert _tradeoffs(result).height == 0
 
 
 def test_no_memory_rows_gives_an_empty_tradeoffs_frame() -> None:
     result = judge(frame(_sweep("latency", 1e6, 0.80)))
-    assert result.tradeoffs is not None and result.tradeoffs.height == 0
-    assert "memory_change" in result.tradeoffs.columns
+    assert _liger_verdict(result, "latency") == "improvement"
+    empty = _tradeoffs(result)
+    assert empty.height == 0
+    # Empty, with the columns and types of a frame that holds a trade-off.
+    assert empty.schema == _tradeoffs(judge(TRADEOFF)).schema
 
 
 def test_the_report_lists_tradeoffs() -> None:
     from kiana.report.page import tradeoff_table
 
-    result = judge(frame(_sweep("latency", 1e6, 0.80) + _sweep("memory", 1000.0, 1.30)))
-    assert result.tradeoffs is not None
-    html = tradeoff_table(result.tradeoffs, limit=10)
+    html = tradeoff_table(_tradeoffs(judge(TRADEOFF)), limit=10)
     assert "Trade-offs: faster, but more memory at the same step (1)" in html
     assert "+30.0%" in html and "-20.0%" in html
