@@ -11,17 +11,21 @@ from datetime import datetime
 import polars as pl
 import pytest
 
-from kiana.commands import regressions
+from kiana import jsonstream
 
 
 def _expected(frames: dict[str, pl.DataFrame | None]) -> str:
-    out = {name: [] if f is None else f.to_dicts() for name, f in frames.items()}
+    # Datetimes are written as ISO 8601 UTC (``2026-01-01T12:00:00Z``), the rest as json.dumps.
+    out = {
+        name: [] if f is None else jsonstream.iso_datetimes(f).to_dicts()
+        for name, f in frames.items()
+    }
     return json.dumps(out, default=str, allow_nan=False) + "\n"
 
 
 def _written(frames: dict[str, pl.DataFrame | None]) -> str:
     buffer = io.StringIO()
-    regressions.write_json(buffer, frames)
+    jsonstream.write_json(buffer, frames)
     return buffer.getvalue()
 
 
@@ -47,7 +51,7 @@ FLOATS = [
 
 
 def test_every_type_and_value_as_json_dumps_writes_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(regressions, "_JSON_CHUNK", 5)
+    monkeypatch.setattr(jsonstream, "_JSON_CHUNK", 5)
     n = len(FLOATS)
     frame = pl.DataFrame(
         {

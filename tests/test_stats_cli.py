@@ -72,26 +72,34 @@ def test_json_and_fail_on(database: Path) -> None:
     done = kiana("--db", str(database), "--json", "--fail-on", "regression")
     assert done.returncode == 1, done.stderr
     out = json.loads(done.stdout)
-    assert set(out) == {"steps", "findings", "changepoints", "tradeoffs"}
+    assert set(out) == {"coverage", "findings", "steps", "quality", "changepoints", "tradeoffs"}
     regressions = [s for s in out["steps"] if s["verdict"] == "regression"]
     assert len(regressions) == 4
     step = regressions[0]
     for key in ("kernel", "pass", "provider", "gpu", "workload", "partition_id", "from_version",
-                "to_version", "from_median_ns", "to_median_ns", "change", "verdict",
+                "to_version", "from_session", "to_session", "from_observed_at", "to_observed_at",
+                "from_median_ns", "to_median_ns", "change", "verdict",
                 "control_provider", "control_change", "adjusted_change"):  # fmt: skip
         assert key in step
     assert (step["from_version"], step["to_version"]) == ("0.5.10", "0.6.0")
     assert step["control_provider"] == "huggingface"
-    finding = next(f for f in out["findings"] if f["verdict"] == "regression")
+    findings = [f for f in out["findings"] if f["verdict"] == "regression"]
+    assert len(findings) == 1
+    finding = findings[0]
     assert (finding["workloads_affected"], finding["workloads_total"]) == (4, 4)
-    assert "failing" in done.stderr
+    assert finding["from_observed_at"].endswith("Z") and "T" in finding["from_observed_at"]
+    assert out["coverage"]["series"] >= out["coverage"]["compared"] > 0
+    # --fail-on counts findings, the unit of the summary and the JSON: one, not four steps.
+    assert "failing: 1 regression finding(s)" in done.stderr
 
 
 def test_table_and_filters(database: Path) -> None:
     done = kiana("--db", str(database))
     assert done.returncode == 0, done.stderr
     assert "regression" in done.stdout and "layer_norm/forward" in done.stdout
-    assert "0.5.10->0.6.0" in done.stdout
+    assert "0.5.10 (" in done.stdout and "-> 0.6.0 (" in done.stdout
+    assert "findings:" in done.stdout.splitlines()[0]
+    assert done.stdout.splitlines()[1].startswith("compared ")
 
 
 def test_filters_in_process(database: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,7 +109,7 @@ def test_filters_in_process(database: Path, capsys: pytest.CaptureFixture[str]) 
         main(["regressions", "--db", str(database), "--kernel", "rms", "--fail-on", "regression"])
         == 0
     )
-    assert "0 version steps" in capsys.readouterr().out
+    assert "0 regression" in capsys.readouterr().out
     assert main(["regressions", "--db", str(database), "--provider", "huggingface", "--all"]) == 0
     out = capsys.readouterr().out
     assert "huggingface" in out and "liger " not in out

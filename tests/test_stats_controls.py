@@ -100,15 +100,16 @@ def test_a_sweep_that_moved_everywhere_is_a_confident_finding() -> None:
     assert row["impact"] > 0.09
 
 
-def test_one_workload_of_eight_is_isolated() -> None:
+def test_one_workload_of_eight_is_a_regression_of_that_workload() -> None:
     result = judge(frame(sweep({3}, change=0.2)))
     assert (result.steps["verdict"] == "regression").sum() == 1
     row = result.findings.row(0, named=True)
-    assert row["verdict"] == "inconclusive"
+    assert row["verdict"] == "regression"
+    assert row["workloads"] == "hidden8192"
     assert (row["workloads_affected"], row["workloads_total"]) == (1, 8)
-    assert row["worst_change"] == pytest.approx(0.2)
+    assert row["change"] == pytest.approx(0.2)
     assert row["confidence"] < 0.9
-    assert "isolated" in row["evidence"]
+    assert "1 of 8 workload(s) far beyond the noise" in row["evidence"]
 
 
 def test_findings_rank_by_impact() -> None:

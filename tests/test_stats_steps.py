@@ -85,8 +85,9 @@ def test_identical_values_and_all_zero_spreads() -> None:
 
 
 def test_replicates_are_pooled_never_compared() -> None:
-    rows = [run("0.5.0", m, day=d) for d, m in ((1, 100.0), (2, 102.0), (3, 98.0))]
-    rows += [run("0.5.1", 111.0, day=10), run("0.5.1", 109.0, day=11)]
+    # Replicates: runs of one session, minutes apart.
+    rows = [run("0.5.0", m, day=1, minute=t) for t, m in ((0, 100.0), (5, 102.0), (10, 98.0))]
+    rows += [run("0.5.1", 111.0, day=10), run("0.5.1", 109.0, day=10, minute=5)]
     result = judge(frame(rows))
     assert result.steps.height == 1
     row = result.steps.row(0, named=True)
@@ -97,7 +98,7 @@ def test_replicates_are_pooled_never_compared() -> None:
 
 
 def test_replicates_alone_make_no_step() -> None:
-    rows = [run("0.5.0", m, day=d) for d, m in ((1, 100.0), (2, 200.0))]
+    rows = [run("0.5.0", m, day=1, minute=t) for t, m in ((0, 100.0), (5, 104.0))]
     result = judge(frame(rows))
     assert result.steps.height == 0
     assert result.findings.height == 0

@@ -24,6 +24,7 @@ def run(
     gpu: str = "NVIDIA H100 80GB HBM3",
     metric: str = "latency",
     day: int | None = None,
+    minute: int = 0,
     status: str = "passed",
     p20: float | None = None,
     p80: float | None = None,
@@ -40,7 +41,8 @@ def run(
         "gpu": gpu,
         "workload": workload,
         "liger_version": version,
-        "observed_at": T0 + timedelta(days=day if day is not None else _day(version)),
+        "observed_at": T0
+        + timedelta(days=day if day is not None else _day(version), minutes=minute),
         "status": status,
         "median": median,
         "p20": lo,

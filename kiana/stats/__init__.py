@@ -1,14 +1,19 @@
-"""Regression statistics: which kernels got slower between Liger releases, how sure we
-are, and whether the kernel or the machine moved.
+"""Regression statistics: which kernels got slower between sessions, how sure we are,
+and whether the kernel or the machine moved.
 
-``judge(runs, options)`` takes the runs table (a polars frame of
-``kiana.load.runs``) and returns a :class:`Judgement` of three frames:
+``judge(runs, options)`` takes the runs table (a polars frame of ``kiana.load.runs``,
+optionally with an ``origin`` column, see :mod:`kiana.stats.sessions`) and returns a
+:class:`Judgement`:
 
-* ``steps``: one row per series and version step, with its verdict
-  (:mod:`kiana.stats.steps`, noise model in :mod:`kiana.stats.noise`, same-run
-  controls in :mod:`kiana.stats.controls`);
-* ``findings``: steps grouped across the workloads of a sweep
-  (:mod:`kiana.stats.sweeps`);
+* ``findings``: one kernel, pass, provider, GPU and metric between two sessions,
+  judged on the pooled evidence of its sweep (:mod:`kiana.stats.sweeps`): the unit
+  every count, the CLI, the JSON, the report and ``--fail-on`` use;
+* ``steps``: the detail, one row per series and pair of consecutive sessions, with
+  its own verdict (:mod:`kiana.stats.steps`, noise model in
+  :mod:`kiana.stats.noise`, same-session controls in :mod:`kiana.stats.controls`);
+* ``quality``: sessions that were not judged because their replicates disagree far
+  beyond their noise (``conflict``);
+* ``coverage``: how many series could be compared, and why the others could not;
 * ``changepoints``: level shifts in long series (:mod:`kiana.stats.changepoints`);
 * ``tradeoffs``: latency improvements paid for with a memory regression at the same
   step (:mod:`kiana.stats.tradeoffs`).
@@ -26,23 +31,31 @@ import polars as pl
 from kiana.stats.changepoints import changepoints as _changepoints
 from kiana.stats.changepoints import empty_changepoints
 from kiana.stats.controls import attach_controls
-from kiana.stats.noise import kernel_floor, noise_scale, version_noise
-from kiana.stats.options import VERDICTS, JudgeOptions, Verdict, is_liger
+from kiana.stats.coverage import Coverage, coverage
+from kiana.stats.noise import kernel_floor, noise_scale, session_noise
+from kiana.stats.options import JudgeOptions
+from kiana.stats.quality import quality
 from kiana.stats.series import judgeable, points
+from kiana.stats.sessions import session_label
 from kiana.stats.steps import decide, measure, pair_points
+from kiana.stats.sweeps import FINDING_COLUMNS
 from kiana.stats.sweeps import findings as _findings
 from kiana.stats.tradeoffs import tradeoffs as _tradeoffs
 from kiana.stats.versions import check_baseline, parse_version, version_table
+from kiana.vocabulary import VERDICTS, Verdict, is_liger
 
 __all__ = [
+    "FINDING_COLUMNS",
     "STEP_COLUMNS",
     "VERDICTS",
+    "Coverage",
     "JudgeOptions",
     "Judgement",
     "Verdict",
     "is_liger",
     "judge",
     "parse_version",
+    "session_label",
     "version_table",
 ]
 
@@ -57,6 +70,10 @@ STEP_COLUMNS: tuple[str, ...] = (
     "metric",
     "from_version",
     "to_version",
+    "from_session",
+    "to_session",
+    "from_observed_at",
+    "to_observed_at",
     "from_median",
     "to_median",
     "from_median_ns",
@@ -88,6 +105,10 @@ class Judgement:
     changepoints: pl.DataFrame
     versions: pl.DataFrame
     runs_judged: int
+    #: Series compared and why the others were not (:mod:`kiana.stats.coverage`).
+    coverage: Coverage
+    #: Data-quality entries: sessions not judged, and why (:mod:`kiana.stats.quality`).
+    quality: pl.DataFrame
     #: The empirical-null factor applied to spread-based noise, and its number of steps.
     noise_scale: float = 1.0
     noise_scale_steps: int = 0
@@ -107,12 +128,22 @@ def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
 def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
     """Judge every series of ``runs`` (see the module docstring)."""
     options = options or JudgeOptions()
-    frame = judgeable(runs)
+    frame = judgeable(runs, options.session_gap)
     versions = version_table(frame)
     check_baseline(versions, options.baseline)
-    raw_points = points(frame, versions)
+    all_points = points(
+        frame, versions, gross_change=options.gross_change, separation=options.separation
+    )
+    window = (
+        ["series_id"]
+        if "series_id" in all_points.columns
+        else ["partition_id", "provider", "metric"]
+    )
+    raw_points = all_points.filter(~pl.col("conflict")).with_columns(
+        pl.int_range(pl.len()).over(window).alias("position")
+    )
     scale, scale_steps = noise_scale(raw_points) if options.calibrate else (1.0, 0)
-    pts = version_noise(raw_points, kernel_floor(frame), options, scale)
+    pts = session_noise(raw_points, kernel_floor(frame), options, scale)
     steps = attach_controls(measure(pair_points(pts, options)), options)
     steps = decide(steps, options)
     if scale != 1.0:
@@ -123,6 +154,7 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
             .otherwise(pl.col("evidence"))
             .alias("evidence")
         )
+    found = _no_nan(_findings(steps, options))
     latency = pl.col("metric") == "latency"
     steps = steps.with_columns(
         pl.when(latency)
@@ -137,7 +169,6 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
         pl.col("to_n_runs").alias("to_runs"),
     ).select(STEP_COLUMNS)
     steps = _no_nan(steps)
-    found = _no_nan(_findings(steps))
     cps = _changepoints(pts, options) if options.changepoints else empty_changepoints()
     return Judgement(
         steps=steps,
@@ -145,6 +176,8 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
         changepoints=_no_nan(cps),
         versions=versions,
         runs_judged=frame.height,
+        coverage=coverage(all_points, steps, options, runs),
+        quality=quality(all_points),
         noise_scale=scale,
         noise_scale_steps=scale_steps,
         tradeoffs=_no_nan(_tradeoffs(found)),

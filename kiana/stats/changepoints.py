@@ -37,8 +37,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from kiana.stats.options import SERIES_KEYS, SERIES_LABELS, JudgeOptions
-from kiana.stats.series import series_window
+from kiana.stats.options import JudgeOptions, series_window
+from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS, liger_expr
 
 _BATCH_CELLS = 4_000_000  # segments * L * L per numpy batch (32 MB of float64)
 
@@ -228,8 +228,7 @@ def changepoints(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
 
 
 def _verdicts(frame: pl.DataFrame) -> pl.DataFrame:
-    provider = pl.col("provider")
-    liger = (provider == "liger") | provider.str.starts_with("liger_")
+    liger = liger_expr()
     base = (
         frame.filter(~liger)
         .select(

@@ -10,16 +10,16 @@ code changes.
 
 Choice of control (deterministic, named)
 ----------------------------------------
-Among the baselines with a step between the same two versions in the partition and
-metric, kiana takes the *medoid*: the baseline whose log ratio is closest to the
+Among the baselines with a step between the same two sessions in the partition and
+metric (a session is one sitting of every provider, :mod:`kiana.stats.sessions`), kiana takes the *medoid*: the baseline whose log ratio is closest to the
 median log ratio of all of them; ties go to the lower noise, then more runs, then
 the name.  The median makes the control robust to one baseline that moved for its
 own reasons (a ``huggingface`` code change), and a medoid is a real provider whose
 noise we know and can name.
 
 When a partition has no baseline at all, the control falls back to the GPU-wide
-median log ratio of every baseline step on that GPU, metric and version pair (at
-least three series), named ``gpu:<n> baselines``; its noise is the median step
+median log ratio of every baseline step on that GPU and metric between the same
+version labels on the same two days (at least three series), named ``gpu:<n> baselines``; its noise is the median step
 noise of those series times ``1.2533 / sqrt(n)`` (standard error of a median).
 
 Adjusted change
@@ -40,16 +40,18 @@ import polars as pl
 
 from kiana.stats.options import JudgeOptions
 from kiana.stats.steps import raw_verdict
+from kiana.vocabulary import liger_expr
 
-STEP_KEYS: tuple[str, ...] = ("partition_id", "metric", "from_version", "to_version")
-GPU_KEYS: tuple[str, ...] = ("gpu", "metric", "from_version", "to_version")
+STEP_KEYS: tuple[str, ...] = ("partition_id", "metric", "from_session", "to_session")
+GPU_KEYS: tuple[str, ...] = ("gpu", "metric", "from_version", "to_version", "_from_day", "_to_day")
 MIN_GPU_SERIES = 3
 
 
 def mark_liger(steps: pl.DataFrame) -> pl.DataFrame:
-    provider = pl.col("provider")
     return steps.with_columns(
-        ((provider == "liger") | provider.str.starts_with("liger_")).alias("is_liger")
+        liger_expr().alias("is_liger"),
+        pl.col("from_session").str.slice(0, 10).alias("_from_day"),
+        pl.col("to_session").str.slice(0, 10).alias("_to_day"),
     )
 
 
@@ -154,4 +156,4 @@ def attach_controls(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         .then(raw_verdict("adjusted_log_ratio", "adjusted_noise", options))
         .otherwise(None)
         .alias("adjusted_verdict"),
-    ).drop("control_log_ratio", "control_noise")
+    ).drop("_from_day", "_to_day")

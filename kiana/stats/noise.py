@@ -20,24 +20,29 @@ called (cf. Kalibera & Jones 2013, "Rigorous benchmarking in reasonable time").
 
 Replicates
 ----------
-Several passed runs of one version in one series are pooled: the version's level is
-the median of their medians, and the standard deviation of their log medians
-measures run-to-run noise directly.  A version's run noise is the larger of the two
-estimates (spread, replicates), and the pooled level's noise is
-``sigma_run / sqrt(n_runs)``.
+Several passed runs of one series in one session (:mod:`kiana.stats.sessions`) are
+pooled: the session's level is the median of their medians, and the standard
+deviation of their log medians measures run-to-run noise directly.  A session's run
+noise is the larger of the two estimates (spread, replicates), and the pooled level's
+noise is ``sigma_run / sqrt(n_runs)``.
 
 Fallbacks (``noise_source``)
 ----------------------------
 Zero spread (p20 = median = p80, common for slow kernels with few repetitions) means
-*no noise information*, not no noise.  Such a version falls back to
+*no noise information*, not no noise.  Such a session falls back to
 
 1. ``replicates``: the dispersion of its own replicates, when there are two or more
    distinct values;
-2. ``kernel``: the median relative spread of every other run of the same kernel,
+2. ``history``: the series' own scatter between its sessions, when it has at least
+   ``MIN_HISTORY_STEPS`` steps: ``1.4826 * median |d| / sqrt(2)`` over the
+   differences ``d`` of consecutive log levels (the MAD of a difference of two
+   independent sessions, around zero; robust to the minority of steps that really
+   moved, and, being a between-session measure, already the noise of one session);
+3. ``kernel``: the median relative spread of every other run of the same kernel,
    pass, GPU and metric (all providers and workloads), as a noise floor;
-3. ``memory``: for memory only, a small fixed floor (peak allocations are
+4. ``memory``: for memory only, a small fixed floor (peak allocations are
    deterministic up to allocator rounding);
-4. ``none``: no information.  Such a step is ``inconclusive`` unless the change
+5. ``none``: no information.  Such a step is ``inconclusive`` unless the change
    exceeds ``gross_change`` (default 25%, beyond the run-to-run variation of
    practically every GPU timing), and the evidence says so.
 
@@ -65,7 +70,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from kiana.stats.options import JudgeOptions
+from kiana.stats.options import JudgeOptions, series_window
+from kiana.vocabulary import source_rank
 
 #: p80 - p20 of a standard normal distribution: 2 * Phi^-1(0.8).
 SPREAD_TO_SIGMA = 1.6832424671458286
@@ -100,9 +106,7 @@ SCALE_BOUNDS = (0.25, 4.0)
 def noise_scale(points: pl.DataFrame) -> tuple[float, int]:
     """The empirical-null factor (see the module docstring) and the number of steps
     it rests on, from the per-version points of :func:`kiana.stats.series.points`
-    (sorted by series and version, as that function returns them)."""
-    from kiana.stats.series import series_window
-
+    (sorted by series and session, as that function returns them)."""
     keys = series_window(points)
     sigma = pl.col("spread_sigma") / pl.col("n_runs").cast(pl.Float64).sqrt()
     z = (
@@ -134,13 +138,32 @@ def kernel_floor(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def version_noise(
+MIN_HISTORY_STEPS = 3
+
+
+def history_noise(points: pl.DataFrame) -> pl.DataFrame:
+    """Add ``history_sigma``: the series' own between-session scatter (see the module
+    docstring), null with fewer than ``MIN_HISTORY_STEPS`` steps or no scatter."""
+    window = series_window(points)
+    diff = (pl.col("log_median") - pl.col("log_median").shift(1).over(window)).abs()
+    with_diff = points.with_columns(diff.alias("_d"))
+    sigma = (pl.col("_d").median() * 1.4826 / 2.0**0.5).over(window)
+    count = pl.col("_d").count().over(window)
+    return with_diff.with_columns(
+        pl.when((count >= MIN_HISTORY_STEPS) & (sigma > 0))
+        .then(sigma)
+        .otherwise(None)
+        .alias("history_sigma")
+    ).drop("_d")
+
+
+def session_noise(
     points: pl.DataFrame, floors: pl.DataFrame, options: JudgeOptions, scale: float = 1.0
 ) -> pl.DataFrame:
     """Add ``sigma`` (noise of the pooled level, relative) and ``noise_source`` to the
-    per-version points of :func:`kiana.stats.series.points`; spread-based sigmas are
+    per-session points of :func:`kiana.stats.series.points`; spread-based sigmas are
     multiplied by ``scale`` (:func:`noise_scale`)."""
-    points = points.with_columns(pl.col("spread_sigma") * scale)
+    points = history_noise(points).with_columns(pl.col("spread_sigma") * scale)
     floors = floors.with_columns(pl.col("floor_sigma") * scale)
     own = pl.max_horizontal("spread_sigma", "replicate_sigma")
     n = pl.col("n_runs").cast(pl.Float64).sqrt()
@@ -150,6 +173,8 @@ def version_noise(
     return joined.with_columns(
         pl.when(own.is_not_null())
         .then(own / n)
+        .when(pl.col("history_sigma").is_not_null())
+        .then(pl.col("history_sigma"))
         .when(pl.col("floor_sigma").is_not_null())
         .then(pl.col("floor_sigma") / n)
         .when(pl.col("metric") == "memory")
@@ -160,22 +185,15 @@ def version_noise(
         .then(pl.lit("spread"))
         .when(pl.col("replicate_sigma").is_not_null())
         .then(pl.lit("replicates"))
+        .when(pl.col("history_sigma").is_not_null())
+        .then(pl.lit("history"))
         .when(pl.col("floor_sigma").is_not_null())
         .then(pl.lit("kernel"))
         .when(pl.col("metric") == "memory")
         .then(pl.lit("memory"))
         .otherwise(pl.lit("none"))
         .alias("noise_source"),
-    ).drop("floor_sigma", "floor_runs")
-
-
-def source_rank(column: str) -> pl.Expr:
-    """Rank of a noise source, 0 = best (spread)."""
-    return pl.col(column).replace_strict(
-        {"spread": 0, "replicates": 1, "kernel": 2, "memory": 3, "none": 4},
-        default=4,
-        return_dtype=pl.Int8,
-    )
+    ).drop("floor_sigma", "floor_runs", "history_sigma")
 
 
 def worse_source(a: str, b: str) -> pl.Expr:

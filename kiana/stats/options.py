@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from kiana.errors import UsageError
+from kiana.stats.sessions import SESSION_GAP
+from kiana.vocabulary import SERIES_KEYS
 
-Verdict = Literal["regression", "improvement", "unchanged", "inconclusive", "drift"]
-VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
-
-NoiseSource = Literal["spread", "replicates", "kernel", "memory", "none"]
-#: From best to worst: a step's noise source is the worse of its two sides.
-NOISE_SOURCES: tuple[NoiseSource, ...] = get_args(NoiseSource)
-
-#: The columns that identify a series (one provider in one partition, one metric).
-SERIES_KEYS: tuple[str, ...] = ("partition_id", "provider", "metric")
-#: Descriptive columns carried along with every series.
-SERIES_LABELS: tuple[str, ...] = ("kernel", "pass", "gpu", "workload")
+if TYPE_CHECKING:
+    import polars as pl
 
 
-def is_liger(provider: str) -> bool:
-    """Liger's own providers are ``liger`` and ``liger_*``; the rest are baselines."""
-    return provider == "liger" or provider.startswith("liger_")
+def series_window(points: pl.DataFrame) -> list[str]:
+    """The columns that tell the series of ``points`` apart: the integer
+    ``series_id`` of :func:`kiana.stats.series.points` when present, else the keys."""
+    return ["series_id"] if "series_id" in points.columns else list(SERIES_KEYS)
 
 
 @dataclass(frozen=True)
@@ -36,7 +31,8 @@ class JudgeOptions:
         Statistical minimum: ``|ln(to/from)| / noise >= separation`` (a z-like score,
         see :mod:`kiana.stats.noise`).
     baseline
-        None: consecutive versions.  A version: every version against that one.
+        None: consecutive sessions (also under one version label).  A version: every
+        other session against that version's last session.
     gross_change
         With no noise information at all, a change this large (default 25%) is still
         called, because it exceeds the run-to-run variation of GPU kernel timings.
@@ -51,8 +47,11 @@ class JudgeOptions:
         Scale spread-based noise by the empirical null of all steps
         (:func:`kiana.stats.noise.noise_scale`); off: trust the spreads as they are.
     changepoint_min_points, changepoint_min_size, changepoint_max_pvalue
-        Change points are searched in series of at least ``min_points`` versions,
-        with segments of at least ``min_size`` versions, accepted at ``max_pvalue``.
+        Change points are searched in series of at least ``min_points`` sessions,
+        with segments of at least ``min_size`` sessions, accepted at ``max_pvalue``.
+    session_gap
+        Runs of one sitting further apart than this start a new session
+        (:mod:`kiana.stats.sessions`).
     """
 
     threshold: float = 0.03
@@ -66,6 +65,7 @@ class JudgeOptions:
     changepoint_min_points: int = 6
     changepoint_min_size: int = 3
     changepoint_max_pvalue: float = 0.001
+    session_gap: timedelta = SESSION_GAP
 
     def __post_init__(self) -> None:
         checks = [

@@ -1,10 +1,11 @@
-"""Series: one provider's runs in one partition, one metric, in version order.
+"""Series: one provider's sessions in one partition, one metric, in (version, time) order.
 
 Only runs with ``status == "passed"`` and a median are judged; the rest stay in the
-database and are counted, never read as timings.  Runs of the same version in the
-same series are replicates: they are pooled into one *point* per version (median of
-medians), and their dispersion feeds the noise model (:mod:`kiana.stats.noise`).
-They are never compared with each other as a step.
+database and are counted, never read as timings.  Runs are grouped into sessions
+(:mod:`kiana.stats.sessions`); one provider's runs of one partition inside one
+session are replicates: they are pooled into one *point* (median of medians), and
+their dispersion feeds the noise model (:mod:`kiana.stats.noise`).  Consecutive
+points of a series are steps, also when they share a version label.
 
 Everything here is a vectorised polars transform, ``f(frame) -> frame``.
 """
@@ -12,11 +13,14 @@ Everything here is a vectorised polars transform, ``f(frame) -> frame``.
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 
 import polars as pl
 
+from kiana.errors import UsageError
 from kiana.stats.noise import SPREAD_TO_SIGMA, run_noise
-from kiana.stats.options import SERIES_KEYS, SERIES_LABELS
+from kiana.stats.sessions import SESSION_GAP, assign_sessions, conflicting
+from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
 
 #: Runs-table columns the statistics read.
 REQUIRED_COLUMNS: tuple[str, ...] = (
@@ -31,69 +35,80 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 )
 
 
-def judgeable(runs: pl.DataFrame) -> pl.DataFrame:
-    """Passed runs with a median, with ``rel_spread`` and ``log_median`` added."""
+#: Optional: where a run was recorded (``liger_commit:liger_csv`` for imported rows);
+#: sessions never span two origins.  Null when unknown.
+ORIGIN = "origin"
+
+
+def judgeable(runs: pl.DataFrame, gap: timedelta = SESSION_GAP) -> pl.DataFrame:
+    """Passed runs with a median, with ``rel_spread``, ``log_median`` and their
+    session (``session``, ``session_start``, ``session_end``) added."""
     missing = [c for c in REQUIRED_COLUMNS if c not in runs.columns]
     if missing:
-        from kiana.errors import UsageError
-
         raise UsageError(
             f"the runs frame lacks column(s) {', '.join(missing)}",
             hint="pass the frame of kiana.load.runs(con)",
         )
-    frame = runs.select(REQUIRED_COLUMNS).with_columns(
+    origin = pl.col(ORIGIN) if ORIGIN in runs.columns else pl.lit(None, pl.String)
+    frame = runs.select(*REQUIRED_COLUMNS, origin.cast(pl.String).alias(ORIGIN)).with_columns(
         pl.col("median", "p20", "p80").cast(pl.Float64).fill_nan(None)
     )
     frame = frame.filter((pl.col("status") == "passed") & pl.col("median").is_not_null())
-    return run_noise(frame)
+    return assign_sessions(run_noise(frame), gap)
 
 
-def points(runs: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
-    """One row per series and version: the pooled level and its raw noise estimates.
+def points(
+    runs: pl.DataFrame, versions: pl.DataFrame, *, gross_change: float, separation: float
+) -> pl.DataFrame:
+    """One row per series and session: the pooled level and its raw noise estimates.
 
     Columns: the series keys and labels, ``liger_version``, ``version_rank``,
-    ``n_runs``, ``median`` (median of the runs' medians), ``log_median``, ``p20``,
-    ``p80`` (medians), ``spread_sigma`` (median positive relative spread / 1.683, null
-    when every run has zero spread), ``replicate_sigma`` (sample standard deviation of
-    the log medians, null for one run or identical values), ``last_observed_at``,
-    ``position`` (0-based within the series) and ``series_id`` (an integer per series
-    in the order of its keys; absent when a key is null), sorted by series and version.
+    ``session`` (id), ``first_observed_at``, ``last_observed_at``, ``n_runs``,
+    ``median`` (median of the runs' medians), ``log_median``, ``p20``, ``p80``
+    (medians), ``spread_sigma`` (median positive relative spread / 1.683, null when
+    every run has zero spread), ``replicate_sigma`` (sample standard deviation of the
+    log medians, null for one run or identical values), ``log_range`` (max - min log
+    median), ``conflict`` (replicates disagree far beyond their noise, see
+    :func:`kiana.stats.sessions.conflicting`), ``position`` (0-based within the series)
+    and ``series_id`` (an integer per series in the order of its keys; absent when a
+    key is null), sorted by series, version and session time.
     """
     ranked = runs.join(
         versions.select("liger_version", "version_rank"), on="liger_version", how="left"
     )
     series = _series_ids(ranked)
+    point = ["version_rank", ORIGIN, "session_start"]
     if series is None:  # a null key: group by the strings themselves (slower, same result)
-        keys: list[str] = [*SERIES_KEYS, "liger_version"]
-        order: list[str] = [*SERIES_KEYS, "version_rank"]
+        keys: list[str] = [*SERIES_KEYS, *point]
+        order: list[str] = [*SERIES_KEYS, "version_rank", "session_start", ORIGIN]
         window: list[str] = list(SERIES_KEYS)
         labels: list[pl.Expr] = []
     else:
-        # One integer per series, in the order of its keys, and the version's rank (one
-        # per label): grouping, sorting and windows on two integers instead of four
-        # strings; the strings are carried along as first values of their group.
+        # One integer per series, in the order of its keys: grouping, sorting and
+        # windows on integers instead of strings; the strings are carried along as
+        # first values of their group.
         ranked = ranked.with_columns(series.alias("series_id"))
-        keys = ["series_id", "version_rank"]
-        order = keys
+        keys = ["series_id", *point]
+        order = ["series_id", "version_rank", "session_start", ORIGIN]
         window = ["series_id"]
-        labels = [pl.col(c).first() for c in (*SERIES_KEYS, "liger_version")]
+        labels = [pl.col(c).first() for c in SERIES_KEYS]
     grouped = ranked.group_by(*keys).agg(
         *labels,
+        pl.col("liger_version").first(),
+        pl.col("session").first(),
         *(pl.col(c).first() for c in SERIES_LABELS),
-        *([pl.col("version_rank").first()] if series is None else []),
         pl.len().cast(pl.Int64).alias("n_runs"),
         pl.col("median").median(),
         pl.col("p20").median(),
         pl.col("p80").median(),
         (pl.col("rel_spread").median() / SPREAD_TO_SIGMA).alias("spread_sigma"),
         pl.col("log_median").std(ddof=1).alias("replicate_sigma"),
+        (pl.col("log_median").max() - pl.col("log_median").min()).alias("log_range"),
+        pl.col("observed_at").min().alias("first_observed_at"),
         pl.col("observed_at").max().alias("last_observed_at"),
     )
-    columns = [
-        *SERIES_KEYS,
-        "liger_version",
-        *(c for c in grouped.columns if c not in SERIES_KEYS and c != "liger_version"),
-    ]
+    front = [*SERIES_KEYS, "liger_version", "session"]
+    columns = [*front, *(c for c in grouped.columns if c not in front)]
     return (
         grouped.select(columns)
         .with_columns(
@@ -107,15 +122,12 @@ def points(runs: pl.DataFrame, versions: pl.DataFrame) -> pl.DataFrame:
             .fill_nan(None)
             .alias("replicate_sigma"),
         )
+        .with_columns(
+            conflicting(gross_change=gross_change, separation=separation).alias("conflict")
+        )
         .sort(*order)
         .with_columns(pl.int_range(pl.len()).over(window).alias("position"))
     )
-
-
-def series_window(points: pl.DataFrame) -> list[str]:
-    """The columns that tell the series of ``points`` apart: the integer
-    ``series_id`` of :func:`points` when present, else the series keys."""
-    return ["series_id"] if "series_id" in points.columns else list(SERIES_KEYS)
 
 
 def _series_ids(runs: pl.DataFrame) -> pl.Expr | None:

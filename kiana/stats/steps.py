@@ -1,7 +1,9 @@
 """Steps and their verdicts.
 
-A *step* pairs two points of one series: consecutive versions, or (with
-``JudgeOptions.baseline``) the chosen baseline version and every other version.
+A *step* pairs two points (sessions, :mod:`kiana.stats.sessions`) of one series:
+consecutive sessions in (version, time) order, also under one version label, or
+(with ``JudgeOptions.baseline``) the last session of the chosen baseline version and
+every session of another version.
 
 For a step from level ``a`` to level ``b`` (pooled medians) with noise ``sigma_a``,
 ``sigma_b`` (relative, see :mod:`kiana.stats.noise`):
@@ -34,11 +36,11 @@ from __future__ import annotations
 import polars as pl
 
 from kiana.stats.noise import worse_source
-from kiana.stats.options import SERIES_KEYS, SERIES_LABELS, JudgeOptions
-from kiana.stats.series import series_window
+from kiana.stats.options import JudgeOptions, series_window
+from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
 
-_SIDE = ("liger_version", "version_rank", "n_runs", "median", "log_median", "sigma",
-         "noise_source")  # fmt: skip
+_SIDE = ("liger_version", "version_rank", "session", "first_observed_at", "n_runs", "median",
+         "log_median", "sigma", "noise_source")  # fmt: skip
 
 
 def pair_points(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
@@ -51,8 +53,11 @@ def pair_points(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         ).filter(pl.col("from_liger_version").is_not_null())
         paired = shifted.rename({c: f"to_{c}" for c in _SIDE})
     else:
-        base = points.filter(pl.col("liger_version") == options.baseline).select(
-            *keys, *(pl.col(c).alias(f"from_{c}") for c in _SIDE)
+        base = (
+            points.filter(pl.col("liger_version") == options.baseline)
+            .group_by(keys, maintain_order=True)
+            .agg(pl.all().sort_by("first_observed_at").last())
+            .select(*keys, *(pl.col(c).alias(f"from_{c}") for c in _SIDE))
         )
         paired = (
             points.filter(pl.col("liger_version") != options.baseline)
@@ -64,6 +69,10 @@ def pair_points(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         *SERIES_LABELS,
         pl.col("from_liger_version").alias("from_version"),
         pl.col("to_liger_version").alias("to_version"),
+        pl.col("from_session"),
+        pl.col("to_session"),
+        pl.col("from_first_observed_at").alias("from_observed_at"),
+        pl.col("to_first_observed_at").alias("to_observed_at"),
         "from_version_rank",
         "to_version_rank",
         "from_n_runs",

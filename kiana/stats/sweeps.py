@@ -1,45 +1,163 @@
-"""Findings: one version step of one kernel, pass, provider, GPU and metric across
-the workloads of its sweep.
+"""Findings: one kernel, pass, provider, GPU and metric between two sessions, judged on
+the pooled evidence of every workload of its sweep.
 
-A real code regression usually shows across many workloads of a sweep (every hidden
-size); noise hits one.  A finding counts its steps by verdict and summarises them:
+The sweep is the evidence.  Six workloads that all moved 4% say more than any one of
+them, even when none passes its own gate; one workload that moved 30% while the rest
+stayed flat is a change of that workload.  Counting per-workload verdicts gets both
+wrong, so a finding's verdict comes from one estimate of the common change.
 
-* ``verdict``: the most common flagged verdict among the steps (regression, drift,
-  improvement; ties in that order).  It stands when it covers at least half of the
-  workloads or the sweep agrees on the direction with ``confidence >= 0.95``;
-  otherwise the finding is ``inconclusive`` ("isolated": one workload of eight
-  moved).  With no flagged step: ``unchanged`` when most steps are unchanged,
-  else ``inconclusive``.
-* ``workloads_affected`` / ``workloads_total``: steps with the finding's flagged
-  verdict / all steps.
-* ``median_change``, ``worst_change``: over all steps; worst = most positive for a
-  regression or drift (more time or memory), most negative for an improvement.
-* ``confidence``: agreement of the sweep, by the exact one-sided sign test
-  (Dixon & Mood 1946; Conover, "Practical Nonparametric Statistics", 3.4): under
-  "nothing systematic happened" each workload's change is up or down with
-  probability 1/2, so with ``k`` of ``n`` non-zero changes in the finding's
-  direction, ``confidence = 1 - P(Binomial(n, 1/2) >= k)``.  Eight of eight up
-  gives 0.996; one workload alone gives 0.5, whatever its size.
-* ``impact`` (for ranking): ``|median change of the affected steps| *
-  workloads_affected / workloads_total * confidence``; zero when nothing is flagged.
+Pooled estimate (random effects)
+--------------------------------
+For the ``k`` workloads with noise information, ``y_i`` is the step's log ratio
+(control-adjusted for Liger providers with a control, :mod:`kiana.stats.controls`)
+and ``s_i`` its noise.  The common change is the DerSimonian-Laird random-effects
+mean (DerSimonian & Laird 1986, "Meta-analysis in clinical trials", Controlled
+Clinical Trials 7; Borenstein et al. 2009, "Introduction to Meta-Analysis", ch. 12):
+
+    w_i   = 1 / s_i^2,  mu_FE = sum w_i y_i / sum w_i
+    Q     = sum w_i (y_i - mu_FE)^2,   C = sum w_i - sum w_i^2 / sum w_i
+    tau^2 = max(0, (Q - (k - 1)) / C)          (workload-to-workload scatter)
+    mu    = sum y_i / (s_i^2 + tau^2) / sum 1 / (s_i^2 + tau^2)
+    se    = sqrt(1 / sum 1 / (s_i^2 + tau^2))
+
+so the uncertainty includes both the noise of each step and the scatter between
+workloads: a sweep that agrees pools to a tight estimate, a sweep that disagrees
+does not.
+
+Verdict
+-------
+* The sweep moved (``regression`` / ``improvement``) when ``|mu| / se >= separation``
+  (default 3) and the change is practically relevant: ``|mu| + se >= ln(1 +
+  threshold)``, i.e. a change of the threshold's size lies within one standard error
+  of the estimate.  For Liger providers the drift rule of :mod:`kiana.stats.steps`
+  applies to the pooled raw, adjusted and control estimates: a raw move that the
+  control explains (adjusted not flagged the same way, control moved the same way by
+  ``separation / 2`` of its own standard error) is ``drift``; a baseline provider's
+  move is always ``drift`` (a drift indicator).
+* Otherwise one workload far beyond its noise, while the sweep as a whole did not
+  move, is a change of that workload: a step whose own verdict is flagged, with
+  ``|z_i| >= z_k`` where ``z_k`` is the Bonferroni-corrected separation for ``k``
+  workloads (the normal quantile of ``1 - p / 2k``, ``p`` the two-sided tail of
+  ``separation``: 3.0 for one workload, 3.5 for six), names the finding's
+  ``workloads`` and gives it its verdict.
+* Otherwise ``unchanged`` when the pooled estimate could have separated a change of
+  ``resolution * threshold`` (``separation * se <= ln(1 + resolution * threshold)``),
+  else ``inconclusive``, with ``reruns``: how many runs per session (each side)
+  would bring ``se`` down to ``ln(1 + threshold) / separation`` at the noise measured
+  (noise shrinks with the square root of the runs; workload scatter does not, and
+  then no number of reruns helps: ``reruns`` is null and the evidence says so).
+* Without noise information on any workload, a finding is called on size alone only
+  when every workload moved the same way by at least ``gross_change``.
+
+``workloads_affected`` counts the steps with the finding's verdict (votes, for
+display only), ``confidence`` is the exact one-sided sign test of the sweep's
+direction (Conover, "Practical Nonparametric Statistics", 3.4), ``impact`` ranks
+findings of one verdict.  :func:`pool_reference` is the slow, obviously correct
+version of :func:`pool` the tests compare against.
 """
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import polars as pl
 
-FINDING_KEYS: tuple[str, ...] = (
-    "kernel",
-    "pass",
-    "provider",
-    "gpu",
-    "metric",
-    "from_version",
-    "to_version",
+from kiana.stats.options import JudgeOptions
+from kiana.vocabulary import FINDING_KEYS, VERDICTS, source_rank, verdict_rank
+
+#: The columns of ``Judgement.findings``, in order.
+FINDING_COLUMNS: tuple[str, ...] = (
+    *FINDING_KEYS,
+    "from_observed_at",
+    "to_observed_at",
+    "verdict",
+    "change",
+    "change_se",
+    "severity",
+    "raw_change",
+    "control_provider",
+    "control_change",
+    "scatter",
+    "workloads",
+    "workloads_affected",
+    "workloads_total",
+    "workloads_with_noise",
+    "median_change",
+    "worst_change",
+    "confidence",
+    "impact",
+    "reruns",
+    "noise_source",
+    "is_liger",
+    "evidence",
 )
+
+KEYS = list(FINDING_KEYS)
+
+
+def pool(steps: pl.DataFrame, y: pl.Expr, s: pl.Expr, prefix: str) -> pl.DataFrame:
+    """DerSimonian-Laird pooled estimate per finding: ``{prefix}_mu``, ``_se``,
+    ``_tau`` and ``_k`` (workloads with a log ratio and a positive noise)."""
+    valid = steps.select(*KEYS, y.alias("_y"), s.alias("_s")).filter(
+        pl.col("_y").is_not_null() & (pl.col("_s") > 0) & pl.col("_s").is_finite()
+    )
+    w = 1.0 / pl.col("_s").pow(2)
+    sums = valid.group_by(KEYS).agg(
+        pl.len().alias("_k"),
+        w.sum().alias("_s1"),
+        w.pow(2).sum().alias("_s2"),
+        (w * pl.col("_y")).sum().alias("_sy"),
+        (w * pl.col("_y").pow(2)).sum().alias("_syy"),
+    )
+    q = pl.col("_syy") - pl.col("_sy").pow(2) / pl.col("_s1")
+    c = pl.col("_s1") - pl.col("_s2") / pl.col("_s1")
+    tau2 = (
+        pl.when((pl.col("_k") > 1) & (c > 0))
+        .then(pl.max_horizontal((q - (pl.col("_k") - 1)) / c, pl.lit(0.0)))
+        .otherwise(0.0)
+    )
+    sums = sums.with_columns(tau2.alias("_tau2")).select(*KEYS, "_k", "_tau2")
+    wr = 1.0 / (pl.col("_s").pow(2) + pl.col("_tau2"))
+    pooled = (
+        valid.join(sums, on=KEYS, how="inner", nulls_equal=True)
+        .group_by(KEYS)
+        .agg(
+            (wr * pl.col("_y")).sum().alias("_wy"),
+            wr.sum().alias("_w"),
+            pl.col("_tau2").first(),
+            pl.col("_k").first(),
+        )
+    )
+    return pooled.select(
+        *KEYS,
+        (pl.col("_wy") / pl.col("_w")).alias(f"{prefix}_mu"),
+        (1.0 / pl.col("_w")).sqrt().alias(f"{prefix}_se"),
+        pl.col("_tau2").sqrt().alias(f"{prefix}_tau"),
+        pl.col("_k").cast(pl.Int64).alias(f"{prefix}_k"),
+    )
+
+
+def pool_reference(ys: list[float], ss: list[float]) -> tuple[float, float, float]:
+    """``(mu, se, tau)`` of one finding by the formulas, with plain loops."""
+    pairs = [(y, s) for y, s in zip(ys, ss, strict=True) if s > 0]
+    k = len(pairs)
+    w = [1 / s**2 for _, s in pairs]
+    mu_fe = sum(wi * y for wi, (y, _) in zip(w, pairs, strict=True)) / sum(w)
+    q = sum(wi * (y - mu_fe) ** 2 for wi, (y, _) in zip(w, pairs, strict=True))
+    c = sum(w) - sum(wi**2 for wi in w) / sum(w)
+    tau2 = max(0.0, (q - (k - 1)) / c) if k > 1 and c > 0 else 0.0
+    wr = [1 / (s**2 + tau2) for _, s in pairs]
+    mu = sum(wi * y for wi, (y, _) in zip(wr, pairs, strict=True)) / sum(wr)
+    return mu, math.sqrt(1 / sum(wr)), math.sqrt(tau2)
+
+
+def lone_z(k: pl.Expr, separation: float) -> pl.Expr:
+    """The Bonferroni-corrected separation for ``k`` workloads (see the docstring)."""
+    tail = 2.0 * (1.0 - NormalDist().cdf(separation))
+    table = {n: NormalDist().inv_cdf(1.0 - tail / (2.0 * n)) for n in range(1, 257)}
+    return k.clip(1, 256).replace_strict(table, return_dtype=pl.Float64)
 
 
 def sign_confidence(agree: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -63,123 +181,355 @@ def sign_confidence(agree: np.ndarray, total: np.ndarray) -> np.ndarray:
     return out
 
 
-def findings(steps: pl.DataFrame) -> pl.DataFrame:
-    """Group steps into findings (see the module docstring)."""
+def _pct(expr: pl.Expr, signed: bool = True) -> pl.Expr:
+    """``+4.1%`` (or ``4.1%``) of a relative change; null stays null."""
+    text = (expr * 100).round(1).cast(pl.String) + pl.lit("%")
+    if not signed:
+        return text
+    return pl.when(expr > 0).then(pl.lit("+") + text).otherwise(text)
+
+
+def _rel(log: pl.Expr) -> pl.Expr:
+    return log.exp() - 1.0
+
+
+def _flagged(mu: str, se: str, options: JudgeOptions) -> pl.Expr:
+    """Pooled two-gate rule: separated from zero and practically relevant."""
+    practical = math.log1p(options.threshold)
+    m, s = pl.col(mu), pl.col(se)
+    return ((s > 0) & (m.abs() >= options.separation * s) & (m.abs() + s >= practical)).fill_null(
+        False
+    )
+
+
+def _direction(mu: str) -> pl.Expr:
+    return pl.when(pl.col(mu) > 0).then(pl.lit("regression")).otherwise(pl.lit("improvement"))
+
+
+def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.DataFrame:
+    """Group steps into findings judged on their pooled evidence (module docstring).
+
+    ``steps`` are those of :func:`kiana.stats.steps.decide`, before the columns are
+    narrowed: they still carry ``log_ratio``, ``noise``, ``adjusted_log_ratio``,
+    ``adjusted_noise``, ``control_log_ratio`` and ``control_noise``."""
+    options = options or JudgeOptions()
+    if steps.height == 0:
+        return pl.DataFrame(schema=_schema())
+    has_adj = pl.col("adjusted_log_ratio").is_not_null()
+    steps = steps.with_columns(
+        pl.when(has_adj)
+        .then(pl.col("adjusted_log_ratio"))
+        .otherwise(pl.col("log_ratio"))
+        .alias("_y"),
+        pl.when(has_adj).then(pl.col("adjusted_noise")).otherwise(pl.col("noise")).alias("_s"),
+    ).with_columns(
+        pl.when(pl.col("_s") > 0).then(pl.col("_y") / pl.col("_s")).otherwise(None).alias("_z"),
+        pl.len().over(KEYS).alias("_n"),
+    )
+    raw = pool(steps, pl.col("log_ratio"), pl.col("noise"), "raw")
+    eff = pool(steps, pl.col("_y"), pl.col("_s"), "eff")
+    ctl = pool(
+        steps.filter(pl.col("is_liger")),
+        pl.col("control_log_ratio"),
+        pl.col("control_noise"),
+        "ctl",
+    )
     v = pl.col("verdict")
-    grouped = steps.group_by(FINDING_KEYS).agg(
-        pl.len().alias("workloads_total"),
-        (v == "regression").sum().alias("_reg"),
-        (v == "drift").sum().alias("_drift"),
-        (v == "improvement").sum().alias("_imp"),
-        (v == "unchanged").sum().alias("_same"),
+    lone = (
+        v.is_in(["regression", "improvement", "drift"])
+        & (pl.col("_z").abs() >= lone_z(pl.col("_n"), options.separation))
+    ).fill_null(False)
+    steps = steps.with_columns(lone.alias("_lone"), verdict_rank("verdict").alias("_vrank"))
+    top_lone = pl.col("_vrank").filter(pl.col("_lone")).min()
+    grouped = steps.group_by(KEYS).agg(
+        pl.len().cast(pl.Int64).alias("workloads_total"),
+        pl.col("from_observed_at").min(),
+        pl.col("to_observed_at").min(),
         pl.col("change").median().alias("median_change"),
         pl.col("change").max().alias("_max"),
         pl.col("change").min().alias("_min"),
-        (pl.col("change") > 0).sum().alias("_up"),
-        (pl.col("change") < 0).sum().alias("_down"),
-        pl.col("change").filter(v == "regression").median().alias("_reg_med"),
-        pl.col("change").filter(v == "drift").median().alias("_drift_med"),
-        pl.col("change").filter(v == "improvement").median().alias("_imp_med"),
+        pl.col("change").abs().min().alias("_min_abs"),
+        (pl.col("change") > 0).sum().cast(pl.Int64).alias("_up"),
+        (pl.col("change") < 0).sum().cast(pl.Int64).alias("_down"),
         pl.col("control_provider").drop_nulls().mode().sort().first().alias("control_provider"),
+        pl.col("is_liger").first(),
+        *((v == name).sum().cast(pl.Int64).alias(f"_votes_{name}") for name in VERDICTS),
+        pl.col("_vrank").filter(pl.col("_lone")).min().alias("_lone_rank"),
+        pl.col("workload")
+        .filter(pl.col("_lone") & (pl.col("_vrank") == top_lone))
+        .sort()
+        .str.join(", ")
+        .alias("_lone_names"),
+        pl.col("change")
+        .filter(pl.col("_lone") & (pl.col("_vrank") == top_lone))
+        .sort_by(pl.col("_z").abs().filter(pl.col("_lone") & (pl.col("_vrank") == top_lone)))
+        .last()
+        .alias("_lone_change"),
+        (pl.col("_lone") & (pl.col("_vrank") == top_lone)).sum().cast(pl.Int64).alias("_lone_n"),
+        pl.col("workload").filter(pl.col("change") > 0).sort().str.join(", ").alias("_up_names"),
+        pl.col("workload").filter(pl.col("change") < 0).sort().str.join(", ").alias("_down_names"),
+        pl.col("noise_source").sort_by(source_rank("noise_source")).last().alias("noise_source"),
+        ((pl.col("from_n_runs") + pl.col("to_n_runs")) / 2.0).median().alias("_runs"),
+        pl.col("_s").filter(pl.col("_s") > 0).pow(-2).sum().alias("_fe_w"),
     )
-    top = (
-        pl.when((pl.col("_reg") >= pl.col("_drift")) & (pl.col("_reg") >= pl.col("_imp")))
-        .then(pl.lit("regression"))
-        .when(pl.col("_drift") >= pl.col("_imp"))
+    joined = (
+        grouped.join(raw, on=KEYS, how="left", nulls_equal=True)
+        .join(eff, on=KEYS, how="left", nulls_equal=True)
+        .join(ctl, on=KEYS, how="left", nulls_equal=True)
+    )
+    return _decide(joined, options)
+
+
+def _decide(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """Verdict, numbers and evidence of every finding from its pooled estimates."""
+    practical = math.log1p(options.threshold)
+    raw_flag = _flagged("raw_mu", "raw_se", options)
+    eff_flag = _flagged("eff_mu", "eff_se", options)
+    same_way = (pl.col("raw_mu") > 0) == (pl.col("eff_mu") > 0)
+    ctl_moved = (
+        ((pl.col("ctl_mu") > 0) == (pl.col("raw_mu") > 0))
+        & (pl.col("ctl_mu").abs() >= options.separation / 2.0 * pl.col("ctl_se"))
+    ).fill_null(False)
+    liger = pl.col("is_liger")
+    sweep = (
+        pl.when(~liger & raw_flag)
         .then(pl.lit("drift"))
-        .otherwise(pl.lit("improvement"))
+        .when(liger & raw_flag & eff_flag & same_way)
+        .then(_direction("raw_mu"))
+        .when(liger & raw_flag & ctl_moved)
+        .then(pl.lit("drift"))
+        .when(liger & raw_flag)
+        .then(_direction("raw_mu"))
+        .when(liger & eff_flag)
+        .then(_direction("eff_mu"))
+        .otherwise(None)
     )
-    grouped = grouped.with_columns(top.alias("_top")).with_columns(
-        pl.when(pl.col("_top") == "regression")
-        .then(pl.col("_reg"))
-        .when(pl.col("_top") == "drift")
-        .then(pl.col("_drift"))
-        .otherwise(pl.col("_imp"))
-        .alias("workloads_affected"),
-        pl.when(pl.col("_top") == "regression")
-        .then(pl.col("_reg_med"))
-        .when(pl.col("_top") == "drift")
-        .then(pl.col("_drift_med"))
-        .otherwise(pl.col("_imp_med"))
-        .alias("_aff_med"),
+    lone = pl.col("_lone_rank").is_not_null()
+    lone_verdict = pl.col("_lone_rank").replace_strict(
+        {i: v for i, v in enumerate(VERDICTS)}, default=None, return_dtype=pl.String
     )
-    # Direction of the finding: the sign of its flagged steps, else of the median.
-    up = (
-        pl.when(pl.col("workloads_affected") > 0)
-        .then(pl.col("_aff_med") > 0)
-        .otherwise(pl.col("median_change").fill_null(0.0) >= 0)
+    no_noise = pl.col("eff_k").is_null()
+    all_one_way = (pl.col("_up") == pl.col("workloads_total")) | (
+        pl.col("_down") == pl.col("workloads_total")
     )
-    grouped = grouped.with_columns(
-        up.alias("_upward"),
-        pl.when(up).then(pl.col("_up")).otherwise(pl.col("_down")).alias("_agree"),
-        (pl.col("_up") + pl.col("_down")).alias("_nonzero"),
+    gross = no_noise & all_one_way & (pl.col("_min_abs") >= options.gross_change)
+    gross_verdict = pl.when(~liger).then(pl.lit("drift")).otherwise(_direction("median_change"))
+    resolvable = (options.separation * pl.col("eff_se")) <= math.log1p(
+        options.resolution * options.threshold
     )
-    confidence = sign_confidence(
-        grouped["_agree"].to_numpy().astype(np.int64),
-        grouped["_nonzero"].to_numpy().astype(np.int64),
-    )
-    grouped = grouped.with_columns(pl.Series("confidence", confidence, dtype=pl.Float64))
-    share = pl.col("workloads_affected") / pl.col("workloads_total")
-    stands = (pl.col("workloads_affected") > 0) & ((share >= 0.5) | (pl.col("confidence") >= 0.95))
-    verdict = (
-        pl.when(stands)
-        .then(pl.col("_top"))
-        .when(pl.col("workloads_affected") > 0)
-        .then(pl.lit("inconclusive"))
-        .when(pl.col("_same") * 2 > pl.col("workloads_total"))
+    g = g.with_columns(
+        sweep.alias("_sweep"),
+        pl.when(sweep.is_not_null())
+        .then(pl.lit("sweep"))
+        .when(lone)
+        .then(pl.lit("lone"))
+        .when(gross)
+        .then(pl.lit("gross"))
+        .when(resolvable.fill_null(False))
         .then(pl.lit("unchanged"))
         .otherwise(pl.lit("inconclusive"))
+        .alias("_basis"),
+    ).with_columns(
+        pl.when(pl.col("_basis") == "sweep")
+        .then(pl.col("_sweep"))
+        .when(pl.col("_basis") == "lone")
+        .then(lone_verdict)
+        .when(pl.col("_basis") == "gross")
+        .then(gross_verdict)
+        .otherwise(pl.col("_basis"))
+        .alias("verdict")
     )
-    evidence = (
-        pl.when(stands)
-        .then(
-            pl.col("workloads_affected").cast(pl.String)
-            + pl.lit("/")
-            + pl.col("workloads_total").cast(pl.String)
-            + pl.lit(" workloads ")
-            + pl.col("_top")
-        )
-        .when(pl.col("workloads_affected") > 0)
-        .then(
-            pl.lit("isolated: ")
-            + pl.col("workloads_affected").cast(pl.String)
-            + pl.lit("/")
-            + pl.col("workloads_total").cast(pl.String)
-            + pl.lit(" workloads ")
-            + pl.col("_top")
-            + pl.lit(", the sweep does not agree")
-        )
-        .otherwise(
-            pl.col("_same").cast(pl.String)
-            + pl.lit("/")
-            + pl.col("workloads_total").cast(pl.String)
-            + pl.lit(" workloads unchanged")
-        )
+    # Reruns: runs per side that bring the noise part of se to the target (docstring).
+    target2 = (practical / options.separation) ** 2
+    scatter2 = pl.col("eff_tau").pow(2) / pl.col("eff_k")
+    noise2 = 1.0 / pl.col("_fe_w")
+    reruns = (
+        pl.when((pl.col("verdict") == "inconclusive") & (scatter2 < target2) & (noise2 > 0))
+        .then((pl.col("_runs") * noise2 / (pl.lit(target2) - scatter2)).ceil())
+        .otherwise(None)
     )
-    worst = pl.when(pl.col("_upward")).then(pl.col("_max")).otherwise(pl.col("_min"))
-    impact = (
-        pl.when(pl.col("workloads_affected") > 0)
-        .then(pl.col("_aff_med").abs() * share * pl.col("confidence"))
-        .otherwise(0.0)
+    change_log = (
+        pl.when(pl.col("_basis") == "lone")
+        .then(pl.col("_lone_change").log1p())
+        .when(pl.col("_basis") == "gross")
+        .then(pl.col("median_change").log1p())
+        .when((pl.col("_basis") == "sweep") & (pl.col("verdict") == "drift"))
+        .then(pl.col("raw_mu"))
+        .otherwise(pl.col("eff_mu"))
     )
+    upward = pl.col("verdict").is_in(["regression"]) | (
+        (pl.col("verdict") == "drift") & (change_log > 0)
+    )
+    agree = pl.when(change_log > 0).then(pl.col("_up")).otherwise(pl.col("_down"))
+    g = g.with_columns(
+        _rel(change_log).alias("change"),
+        pl.col("eff_se").alias("change_se"),
+        (pl.col("eff_mu") / pl.col("eff_se")).alias("severity"),
+        _rel(pl.col("raw_mu")).alias("raw_change"),
+        _rel(pl.col("ctl_mu")).alias("control_change"),
+        pl.col("eff_tau").alias("scatter"),
+        _rel(pl.col("eff_mu")).alias("_pooled"),
+        pl.coalesce(
+            *(
+                pl.when(pl.col("verdict") == name).then(pl.col(f"_votes_{name}"))
+                for name in VERDICTS
+            )
+        ).alias("workloads_affected"),
+        pl.when(pl.col("_basis") == "lone")
+        .then(pl.col("_lone_names"))
+        .when(pl.col("_basis").is_in(["sweep", "gross"]))
+        .then(pl.when(change_log > 0).then(pl.col("_up_names")).otherwise(pl.col("_down_names")))
+        .otherwise(None)
+        .alias("workloads"),
+        pl.col("eff_k").fill_null(0).cast(pl.Int64).alias("workloads_with_noise"),
+        pl.when(upward).then(pl.col("_max")).otherwise(pl.col("_min")).alias("worst_change"),
+        agree.alias("_agree"),
+        (pl.col("_up") + pl.col("_down")).alias("_nonzero"),
+        reruns.cast(pl.Int64).alias("reruns"),
+    )
+    confidence = sign_confidence(
+        g["_agree"].fill_null(0).to_numpy().astype(np.int64),
+        g["_nonzero"].to_numpy().astype(np.int64),
+    )
+    flagged = pl.col("verdict").is_in(["regression", "improvement", "drift"])
+    share = (
+        pl.when(pl.col("_basis") == "lone")
+        .then(pl.col("_lone_n") / pl.col("workloads_total"))
+        .otherwise(1.0)
+    )
+    g = g.with_columns(
+        pl.Series("confidence", confidence, dtype=pl.Float64),
+        pl.when(flagged).then(pl.col("change").abs() * share).otherwise(0.0).alias("impact"),
+    )
+    g = g.with_columns(_evidence(options).alias("evidence"))
     return (
-        grouped.with_columns(
-            verdict.alias("verdict"),
-            worst.alias("worst_change"),
-            impact.fill_null(0.0).alias("impact"),
-            evidence.alias("evidence"),
+        g.with_columns(verdict_rank("verdict").alias("_rank"))
+        .sort(
+            ["_rank", "is_liger", "impact", *KEYS],
+            descending=[False, True, True] + [False] * len(KEYS),
         )
-        .select(
-            *FINDING_KEYS,
-            "verdict",
-            pl.col("workloads_affected").cast(pl.Int64),
-            pl.col("workloads_total").cast(pl.Int64),
-            "median_change",
-            "worst_change",
-            "confidence",
-            "impact",
-            "control_provider",
-            "evidence",
-        )
-        .sort(["impact", *FINDING_KEYS], descending=[True] + [False] * len(FINDING_KEYS))
+        .select(FINDING_COLUMNS)
     )
+
+
+def _evidence(options: JudgeOptions) -> pl.Expr:
+    """One sentence per finding: the pooled estimate and what decided it."""
+    basis = pl.col("_basis")
+    n = pl.col("workloads_total").cast(pl.String)
+    k = pl.col("workloads_with_noise").cast(pl.String)
+    pooled = (
+        pl.lit("pooled ")
+        + _pct(pl.col("_pooled"))
+        + pl.lit(" ± ")
+        + _pct(pl.col("change_se"), signed=False)
+        + pl.lit(" over ")
+        + k
+        + pl.lit(" workload(s), |z| ")
+        + pl.col("severity").abs().round(1).cast(pl.String)
+        + pl.lit(", scatter ")
+        + _pct(pl.col("scatter"), signed=False)
+    )
+    direction = (
+        pl.col("_agree").cast(pl.String)
+        + pl.lit("/")
+        + n
+        + pl.when(pl.col("change") > 0).then(pl.lit(" up")).otherwise(pl.lit(" down"))
+    )
+    control = (
+        pl.when(pl.col("control_provider").is_not_null() & pl.col("control_change").is_not_null())
+        .then(
+            pl.lit("; raw ")
+            + _pct(pl.col("raw_change"))
+            + pl.lit(", control ")
+            + pl.col("control_provider")
+            + pl.lit(" ")
+            + _pct(pl.col("control_change"))
+        )
+        .when(pl.col("is_liger"))
+        .then(pl.lit("; no control"))
+        .otherwise(pl.lit("; baseline provider: drift indicator"))
+    )
+    missing = (
+        pl.when(pl.col("workloads_with_noise") < pl.col("workloads_total"))
+        .then(
+            pl.lit("; ")
+            + (pl.col("workloads_total") - pl.col("workloads_with_noise")).cast(pl.String)
+            + pl.lit(" workload(s) without noise information left out of the pooled estimate")
+        )
+        .otherwise(pl.lit(""))
+    )
+    t = f"{options.threshold:.0%}"
+    text = (
+        pl.when((basis == "sweep") & (pl.col("verdict") == "drift") & pl.col("is_liger"))
+        .then(
+            pl.lit("the machine moved, not the kernel: raw ")
+            + _pct(pl.col("raw_change"))
+            + pl.lit(" with its control; adjusted ")
+            + pooled
+            + pl.lit("; ")
+            + direction
+        )
+        .when(basis == "sweep")
+        .then(pl.lit("the sweep moved: ") + pooled + pl.lit("; ") + direction)
+        .when(basis == "lone")
+        .then(
+            pl.col("_lone_n").cast(pl.String)
+            + pl.lit(" of ")
+            + n
+            + pl.lit(" workload(s) far beyond the noise (")
+            + pl.col("workloads")
+            + pl.lit(", ")
+            + _pct(pl.col("change"))
+            + pl.lit("), the sweep did not move: ")
+            + pooled.fill_null("no pooled estimate")
+        )
+        .when(basis == "gross")
+        .then(
+            pl.lit("no noise information; every workload moved ")
+            + pl.lit(f">= {options.gross_change:.0%}")
+            + pl.lit(" the same way: called on size alone")
+        )
+        .when(basis == "unchanged")
+        .then(pooled + pl.lit(f"; could have seen a change of {t}"))
+        .otherwise(
+            pl.when(pl.col("workloads_with_noise") == 0)
+            .then(pl.lit("no noise information on any workload"))
+            .otherwise(
+                pooled
+                + pl.lit(f"; too uncertain to rule out {t}")
+                + pl.when(pl.col("reruns").is_not_null())
+                .then(
+                    pl.lit("; about ")
+                    + pl.col("reruns").cast(pl.String)
+                    + pl.lit(f" run(s) per session on each side would resolve a {t} change")
+                )
+                .otherwise(pl.lit("; the workloads disagree: reruns alone will not resolve it"))
+            )
+        )
+    )
+    return pl.concat_str([text.fill_null(""), control.fill_null(""), missing])
+
+
+def _schema() -> dict[str, pl.DataType]:
+    strings = {
+        *FINDING_KEYS,
+        "verdict",
+        "control_provider",
+        "workloads",
+        "noise_source",
+        "evidence",
+    }
+    ints = {"workloads_affected", "workloads_total", "workloads_with_noise", "reruns"}
+    schema: dict[str, pl.DataType] = {}
+    for name in FINDING_COLUMNS:
+        if name in strings:
+            schema[name] = pl.String()
+        elif name in ints:
+            schema[name] = pl.Int64()
+        elif name == "is_liger":
+            schema[name] = pl.Boolean()
+        elif name.endswith("observed_at"):
+            schema[name] = pl.Datetime("us")
+        else:
+            schema[name] = pl.Float64()
+    return schema

@@ -1,0 +1,103 @@
+"""Coverage: what was compared, and why the rest was not.
+
+Silence reads as "all clear", so every judgement says how many series it could
+compare and, for the others, why not: a series with one session has nothing to be
+compared with; one whose sessions all conflict (:mod:`kiana.stats.quality`) is not
+judged; with ``--baseline`` a series without a session of that version has no step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from kiana.stats.options import JudgeOptions
+from kiana.vocabulary import SERIES_KEYS, liger_expr
+
+#: Reasons a series was not compared, in the order they are checked.
+REASONS: tuple[str, ...] = (
+    "no passed run",
+    "one session only",
+    "conflicting sessions",
+    "no session of the baseline version",
+)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Counts of series (one provider in one partition, one metric) and partitions."""
+
+    series: int
+    compared: int
+    partitions: int
+    partitions_compared: int
+    liger_series: int
+    liger_compared: int
+    not_compared: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "series": self.series,
+            "compared": self.compared,
+            "not_compared": dict(self.not_compared),
+            "partitions": self.partitions,
+            "partitions_compared": self.partitions_compared,
+            "liger_series": self.liger_series,
+            "liger_compared": self.liger_compared,
+        }
+
+    def sentence(self) -> str:
+        """``compared 30 of 1,112 series (12 of 400 partitions); not compared: ...``"""
+        head = (
+            f"compared {self.compared:,} of {self.series:,} series "
+            f"({self.partitions_compared:,} of {self.partitions:,} partitions)"
+        )
+        rest = [f"{n:,} {reason}" for reason, n in self.not_compared.items() if n]
+        return head + ("; not compared: " + ", ".join(rest) if rest else "")
+
+
+def coverage(
+    points: pl.DataFrame, steps: pl.DataFrame, options: JudgeOptions, runs: pl.DataFrame
+) -> Coverage:
+    """Count the series of ``runs``, those with a step, and the reasons of the rest.
+    ``points``: every session point, conflicting ones included."""
+    keys = list(SERIES_KEYS)
+    every = runs.select(keys).unique()
+    per_series = points.group_by(keys).agg(
+        pl.len().alias("_sessions"),
+        (~pl.col("conflict")).sum().alias("_clean"),
+    )
+    compared = steps.select(keys).unique().with_columns(pl.lit(True).alias("_compared"))
+    table = (
+        every.join(per_series, on=keys, how="left", nulls_equal=True)
+        .join(compared, on=keys, how="left", nulls_equal=True)
+        .with_columns(pl.col("_compared").fill_null(False), liger_expr().alias("_liger"))
+    )
+    reason = (
+        pl.when(pl.col("_compared"))
+        .then(None)
+        .when(pl.col("_sessions").is_null())
+        .then(pl.lit(REASONS[0]))
+        .when((pl.col("_clean") < pl.col("_sessions")) & (pl.col("_clean") < 2))
+        .then(pl.lit(REASONS[2]))
+        .when(pl.col("_sessions") == 1)
+        .then(pl.lit(REASONS[1]))
+        .otherwise(pl.lit(REASONS[3] if options.baseline else "no step"))
+    )
+    table = table.with_columns(reason.alias("_reason"))
+    counts = dict(
+        table.filter(pl.col("_reason").is_not_null()).group_by("_reason").len().iter_rows()
+    )
+    ordered = {r: int(counts[r]) for r in (*REASONS, "no step") if r in counts}
+    partitions = table.group_by("partition_id").agg(pl.col("_compared").any())
+    return Coverage(
+        series=table.height,
+        compared=int(table["_compared"].sum()),
+        partitions=partitions.height,
+        partitions_compared=int(partitions["_compared"].sum()),
+        liger_series=int(table["_liger"].sum()),
+        liger_compared=int((table["_liger"] & table["_compared"]).sum()),
+        not_compared=ordered,
+    )

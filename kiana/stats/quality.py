@@ -1,0 +1,56 @@
+"""Data quality: sessions that were not judged, and why.
+
+A session's replicates (one provider's runs of one partition in one sitting, see
+:mod:`kiana.stats.sessions`) must agree within their noise.  When they disagree far
+beyond it (``conflict``), they are most likely two different things under one name:
+two implementations behind one provider name (Liger's per-backend CSVs once called
+their own backend plain ``liger``), or rows of two machines mixed into one file.
+Pooling them would make a "median" of neither, so such a session is reported here and
+left out of every step.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: The columns of ``Judgement.quality``, in order.
+QUALITY_COLUMNS: tuple[str, ...] = (
+    "kind",
+    "kernel",
+    "pass",
+    "provider",
+    "gpu",
+    "workload",
+    "metric",
+    "partition_id",
+    "liger_version",
+    "session",
+    "runs",
+    "ratio",
+    "message",
+)
+
+
+def quality(points: pl.DataFrame) -> pl.DataFrame:
+    """One ``conflict`` entry per session point whose replicates disagree."""
+    bad = points.filter(pl.col("conflict"))
+    ratio = pl.col("log_range").exp()
+    return (
+        bad.with_columns(
+            pl.lit("conflict").alias("kind"),
+            pl.col("n_runs").alias("runs"),
+            ratio.alias("ratio"),
+        )
+        .with_columns(
+            (
+                pl.col("runs").cast(pl.String)
+                + pl.lit(" runs of one session differ ")
+                + pl.col("ratio").round(2).cast(pl.String)
+                + pl.lit("x, far beyond their noise: two implementations under one provider")
+                + pl.lit(" name, or mixed-up rows? Not judged; give each implementation its")
+                + pl.lit(" own provider name")
+            ).alias("message")
+        )
+        .sort("kernel", "pass", "provider", "gpu", "workload", "metric", "session")
+        .select(QUALITY_COLUMNS)
+    )
