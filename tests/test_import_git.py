@@ -231,3 +231,59 @@ def test_cli_git_labels_reach_the_labels_table(repo: Path, tmp_path: Path) -> No
             ("liger_csv", CSV_PATH, 5),
         ]
     )
+
+
+def empty_repo(path: Path) -> Path:
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "t@example.com")
+    git(path, "config", "user.name", "t")
+    return path
+
+
+def import_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kiana", "import", "liger", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_cli_repository_without_liger_csvs_is_an_input_error(tmp_path: Path) -> None:
+    repo = empty_repo(tmp_path / "other")
+    commit(repo, {"README.md": "not Liger\n", "data/x.csv": "a,b\n1,2\n"}, "other project")
+    done = import_cli("--git", repo)
+    assert done.returncode == 2
+    assert (
+        f"{repo}: no Liger CSVs: no commit of HEAD adds or changes benchmark/data/*.csv"
+        in done.stderr
+    )
+    assert "hint: pass a Liger-Kernel checkout" in done.stderr
+
+
+def test_cli_repository_whose_csvs_are_not_liger_is_an_input_error(tmp_path: Path) -> None:
+    repo = empty_repo(tmp_path / "other")
+    commit(repo, {"benchmark/data/people.csv": "name,age\nada,36\n"}, "people")
+    done = import_cli("--git", repo)
+    assert done.returncode == 2
+    expected = "none of the 1 version(s) of benchmark/data/*.csv read has Liger's columns"
+    assert f"{repo}: no Liger CSVs: {expected}" in done.stderr
+    assert "not a Liger benchmark CSV" in done.stderr
+
+
+def test_foreign_csv_beside_liger_csvs_in_history_is_one_skipped_row(repo: Path) -> None:
+    sha = commit(repo, {"benchmark/data/notes.csv": "note\nhello\n"}, "notes")
+    result = import_git(repo).result
+    assert len(result.documents) == 5
+    assert [str(s) for s in result.skipped] == [
+        f"{sha[:12]}:benchmark/data/notes.csv:1: not a Liger benchmark CSV: none of Liger's "
+        "columns in its header (found: note)"
+    ]
+
+
+def test_rev_range_without_csv_changes_in_a_liger_checkout_imports_nothing(repo: Path) -> None:
+    commit(repo, {"README.md": "later\n"}, "docs again")
+    done = import_cli("--git", repo, "--rev", "HEAD~1..HEAD")
+    assert done.returncode == 0, done.stderr
+    assert "documents: 0" in done.stdout

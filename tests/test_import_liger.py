@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from kiana.importers.gpus import parse_gpu
-from kiana.importers.liger import ImportResult, convert_rows, csv_backend, import_csvs, read_rows
+from kiana.importers.liger import (
+    ImportResult,
+    NotLigerCsvError,
+    convert_rows,
+    csv_backend,
+    import_csvs,
+    read_rows,
+)
 from kiana.importers.rows import (
     COLUMNS,
     KERNEL_TITLES,
@@ -511,3 +518,50 @@ def test_cli_labels_reach_the_labels_table(small_csv: Path, tmp_path: Path) -> N
         "select key, value, count(*) from labels group by all order by key"
     ).fetchall()
     assert rows == [(LABEL_CSV, "small.csv", 2), ("liger_version", "0.6.0", 2)]
+
+
+# --- files that are not Liger's ------------------------------------------------------
+
+
+def test_cli_csv_without_liger_columns_is_an_input_error(tmp_path: Path) -> None:
+    other = tmp_path / "people.csv"
+    other.write_text("name,age\nada,36\n")
+    done = kiana(other, "--jsonl", tmp_path / "out.jsonl")
+    assert done.returncode == 2
+    assert (
+        f"{other}: not a Liger benchmark CSV: none of Liger's columns in its header "
+        "(found: name, age)" in done.stderr
+    )
+    assert "hint: pass Liger-Kernel's benchmark/data/*.csv, whose columns are kernel_name," in (
+        done.stderr
+    )
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_cli_empty_file_is_an_input_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    done = kiana(empty)
+    assert done.returncode == 2
+    assert "not a Liger benchmark CSV" in done.stderr
+    assert "no header, the file is empty" in done.stderr
+
+
+def test_one_foreign_file_among_liger_files_fails_the_import(
+    small_csv: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    with pytest.raises(NotLigerCsvError, match=r"other\.csv: not a Liger benchmark CSV"):
+        import_csvs([small_csv, other])
+
+
+def test_header_with_some_liger_columns_reads_on_row_by_row() -> None:
+    text = "kernel_name,kernel_provider\nrms_norm,liger\n"
+    result = convert_rows(read_rows(text, "part.csv"))
+    assert [s.reason for s in result.skipped] == ["missing column"]
+
+
+def test_byte_order_mark_in_the_header_is_ignored() -> None:
+    (item,) = read_rows("\ufeff" + csv_text(BASE), "bom.csv")
+    assert isinstance(item, Row) and item.cells["kernel_name"] == "layer_norm"

@@ -7,6 +7,8 @@ kiana import liger --git ~/Liger-Kernel [--rev v0.4.0..main] --db kiana.duckdb
 ```
 Without ``-o``, ``--jsonl`` or ``--db`` nothing is written: the summary alone is printed.
 Rows that cannot become documents are listed (file, line, column, reason), never dropped.
+A CSV whose header holds none of Liger's columns, or a ``--git`` repository with no Liger
+CSV in its history, is an ``InputError`` (exit status 2): nothing is written.
 """
 
 from __future__ import annotations

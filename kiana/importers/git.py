@@ -16,8 +16,11 @@ the history with plain ``git`` subprocess calls (no network, no library):
 
 Rows are reported with ``<commit:12>:<path>`` as their source and their line in that
 version of the file; their documents carry the labels ``liger_csv`` (the path) and
-``liger_commit`` (the full sha of the first commit holding the row).  CSVs written before Liger recorded ``liger_version`` get the
-release named in that commit's ``pyproject.toml`` / ``setup.py`` (when one is there).
+``liger_commit`` (the full sha of the first commit holding the row).  CSVs written
+before Liger recorded ``liger_version`` get the release named in that commit's
+``pyproject.toml`` / ``setup.py`` (when one is there).  A version of a CSV whose header
+holds none of Liger's columns is one skipped row; a repository with no Liger CSV in its
+history (or none among the versions read) is an :class:`~kiana.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -31,10 +34,14 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from kiana.errors import InputError
-from kiana.importers.liger import ImportResult, convert_rows, read_rows
+from kiana.importers.liger import ImportResult, NotLigerCsvError, convert_rows, read_rows
 from kiana.importers.rows import Row, Skipped
 
 PATHSPEC = "benchmark/data/*.csv"
+_NO_CSV_HINT = (
+    "pass a Liger-Kernel checkout (its results live in benchmark/data/*.csv), "
+    "and a --rev range whose commits change them"
+)
 _VERSION_FILES = (
     ("pyproject.toml", re.compile(r'^version\s*=\s*"([^"]+)"', re.M)),
     ("setup.py", re.compile(r"""version\s*=\s*["']([^"']+)["']""")),
@@ -142,6 +149,12 @@ def csv_versions(repo: Path, rev: str | None = None) -> Iterator[CsvVersion]:
             yield CsvVersion(commit, path, text, release)
 
 
+def _ever_had_csvs(repo: Path) -> bool:
+    """Whether any commit of any branch or tag adds or changes a Liger CSV (a ``--rev``
+    range without CSV changes in a Liger checkout imports nothing, without error)."""
+    return bool(_git(repo, "log", "-1", "--format=%H", "--all", "--", PATHSPEC).strip())
+
+
 def _version_key(version: str) -> tuple[int, Version | str]:
     """Releases in PEP 440 order, anything else (``main``, a hash) after them."""
     try:
@@ -156,6 +169,7 @@ def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
     rows: list[Row | Skipped] = []
     commits: set[str] = set()
     files = 0
+    foreign: list[NotLigerCsvError] = []
     rows_seen = 0
     for version in csv_versions(repo, rev):
         commits.add(version.commit)
@@ -165,13 +179,28 @@ def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
         rows_of_file = read_rows(
             version.text, source, csv_name=version.path, commit=version.commit, defaults=defaults
         )
-        for item in rows_of_file:
-            rows_seen += 1
-            if isinstance(item, Row):
-                if item.key in seen:
-                    continue
-                seen.add(item.key)
-            rows.append(item)
+        try:
+            for item in rows_of_file:
+                rows_seen += 1
+                if isinstance(item, Row):
+                    if item.key in seen:
+                        continue
+                    seen.add(item.key)
+                rows.append(item)
+        except NotLigerCsvError as exc:
+            foreign.append(exc)
+            rows.append(Skipped(source, 1, None, exc.message.removeprefix(f"{source}: ")))
+    if files == 0 and (rev is None or not _ever_had_csvs(repo)):
+        raise InputError(
+            f"{repo}: no Liger CSVs: no commit of {rev or 'HEAD'} adds or changes {PATHSPEC}",
+            hint=_NO_CSV_HINT,
+        )
+    if foreign and len(foreign) == files:
+        raise InputError(
+            f"{repo}: no Liger CSVs: none of the {files} version(s) of {PATHSPEC} read "
+            f"has Liger's columns (first: {foreign[0].message})",
+            hint=_NO_CSV_HINT,
+        )
     result = convert_rows(rows, sources=[str(repo)])
     versions = sorted(
         {d["run"]["metadata"]["labels"]["liger_version"] for d in result.documents},

@@ -9,11 +9,16 @@ This module reads CSV files (:func:`import_csvs`) and converts rows
 row -> one spec is :mod:`kiana.importers.rows`, the workload slug
 :mod:`kiana.importers.workloads`, GPU names :mod:`kiana.importers.gpus`.
 
+A row missing a column, or with a value that cannot be read, is skipped with its file,
+line, column and reason; a file whose header holds none of the columns below is not
+Liger's (:class:`NotLigerCsvError`, exit status 2).
+
 Column by column
 ================
 ``kernel_name``
     ``RunSpec.kernel``; the display title (``LayerNorm``, ``Fused linear + CPO loss``)
-    comes from :data:`kiana.importers.rows.KERNEL_TITLES` (unknown kernels: the name, words capitalised).
+    comes from :data:`kiana.importers.rows.KERNEL_TITLES` (unknown kernels: the name,
+    words capitalised).
 ``kernel_provider``
     ``RunSpec.provider`` (third segment of ``externalId``, middle of the title).  One
     rule renames: Liger writes one CSV per backend, ``all_benchmark_data_<backend>.csv``
@@ -42,8 +47,8 @@ Column by column
 ``x_label``
     a display label of the swept parameter only (``hidden size``); not carried.
 ``gpu_name``
-    :func:`kiana.importers.gpus.parse_gpu` -> :class:`kiana.documents.Gpu` (vendor, product, form factor,
-    architecture).
+    :func:`kiana.importers.gpus.parse_gpu` -> :class:`kiana.documents.Gpu` (vendor,
+    product, form factor, architecture).
 ``timestamp``
     ``observedAt`` (``2024-09-03 15:31:39`` -> ``2024-09-03T15:31:39.000Z``; taken as UTC).
 ``liger_version``
@@ -77,9 +82,24 @@ from typing import Any
 from kiana.documents import RunSpec, build_document
 from kiana.errors import InputError
 from kiana.importers.gpus import gpu_is_known
-from kiana.importers.rows import LigerRowError, Row, Skipped, row_spec
+from kiana.importers.rows import COLUMNS, LigerRowError, Row, Skipped, row_spec
 from kiana.importers.workloads import part_name, separate_collisions
 from kiana.vocabulary import LIGER, LIGER_PREFIX
+
+
+class NotLigerCsvError(InputError):
+    """A CSV whose header holds none of Liger's columns (or no header at all)."""
+
+    def __init__(self, source: str, header: Sequence[str]) -> None:
+        self.source = source
+        found = ", ".join(header) if header else "no header, the file is empty"
+        super().__init__(
+            f"{source}: not a Liger benchmark CSV: none of Liger's columns in its header "
+            f"(found: {found})",
+            hint=f"pass Liger-Kernel's benchmark/data/*.csv, whose columns are "
+            f"{', '.join(COLUMNS)}",
+        )
+
 
 #: Liger's per-backend CSVs: ``all_benchmark_data_<backend>.csv``.
 _PER_BACKEND = re.compile(r"^all_benchmark_data_(?P<backend>[A-Za-z0-9_]+)\.csv$")
@@ -108,17 +128,23 @@ def read_rows(
     ``commit`` (git imports) is each row's ``liger_commit`` label.  ``defaults`` fills
     columns the file lacks (the git importer passes the release version for CSVs written
     before Liger recorded ``liger_version``).
+
+    Raises :class:`NotLigerCsvError` (on the first ``next``) when the file is empty or
+    its header holds none of :data:`~kiana.importers.rows.COLUMNS`; a header holding
+    some of them reads on, and rows missing a column are skipped one by one.
     """
     backend = csv_backend(csv_name) if csv_name is not None else None
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
     except StopIteration:
-        return
+        raise NotLigerCsvError(source, []) from None
     except csv.Error as exc:
         yield Skipped(source, 1, None, f"unreadable CSV header: {exc}")
         return
-    header = [h.strip() for h in header]
+    header = [h.strip().lstrip("\ufeff") for h in header]
+    if not set(header) & set(COLUMNS):
+        raise NotLigerCsvError(source, header)
     start = reader.line_num + 1
     while True:
         try:
