@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kiana.load
 from kiana.cli import main
-from kiana.documents import build_document
 from kiana.errors import UsageError
 from kiana.generate import (
     TRUTH_COLUMNS,
@@ -27,6 +27,7 @@ from kiana.generate import (
     read_truth,
     write_corpus,
 )
+from tests.test_generate_sessions import runs_of, with_sessions
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = sorted((ROOT / "data" / "seeds").glob("*.json"))
@@ -39,6 +40,8 @@ TINY = CorpusConfig(
     versions=("0.4.0", "0.5.0", "0.5.5", "0.6.0"),
     sweep_size=3,
     replicate_rate=0.2,
+    rerun_rate=0.1,
+    conflict_rate=0.02,
     outlier_rate=0.01,
 )
 #: No noise at all: medians follow the truth up to 32 ns ticks.
@@ -55,21 +58,8 @@ def _keys(value: Any) -> Any:
 
 
 def _medians(corpus: Corpus) -> pl.DataFrame:
-    rows = [
-        {
-            "kernel": s.kernel,
-            "pass": s.pass_,
-            "provider": s.provider,
-            "gpu": s.gpu.label,
-            "workload": s.workload,
-            "version": s.liger_version,
-            "median": round(s.median),
-            "p20": round(s.p20),
-            "p80": round(s.p80),
-        }
-        for s in corpus.specs()
-    ]
-    return pl.DataFrame(rows)
+    """Every latency run, with the session the contract's rule finds for it."""
+    return with_sessions(runs_of(corpus))
 
 
 def test_same_config_gives_identical_documents_and_truth() -> None:
@@ -95,19 +85,11 @@ def test_documents_have_the_seeds_key_structure() -> None:
         assert json.dumps(_keys(doc)) in shapes
 
 
-def test_fast_documents_equal_build_document() -> None:
-    corpus = generate(replace(TINY, memory=True))
-    for spec, doc in zip(corpus.specs(), corpus.documents(), strict=True):
-        assert json.dumps(doc, ensure_ascii=False) == json.dumps(
-            build_document(spec), ensure_ascii=False
-        )
-
-
 def test_truth_rows_name_real_series() -> None:
     corpus = generate(TINY)
     truth = corpus.truth
     assert truth.columns == list(TRUTH_COLUMNS)
-    assert set(truth["effect"]) >= {"regression", "improvement", "drift"}
+    assert set(truth["effect"]) == {"regression", "improvement", "drift", "outlier", "conflict"}
     runs = _medians(corpus)
     for row in truth.iter_rows(named=True):
         match = runs.filter(
@@ -115,46 +97,68 @@ def test_truth_rows_name_real_series() -> None:
             & (pl.col("pass") == row["pass"])
             & (pl.col("provider") == row["provider"])
             & (pl.col("gpu") == row["gpu"])
-            & pl.col("version").is_in([row["from_version"], row["to_version"]])
+            & pl.col("session").is_in([row["from_session"], row["to_session"]])
         )
         if row["workload"] is not None:
             match = match.filter(pl.col("workload") == row["workload"])
-        assert match["version"].n_unique() == (1 if row["effect"] == "outlier" else 2), row
+        same = row["effect"] in ("outlier", "conflict")
+        assert match["session"].n_unique() == (1 if same else 2), row
+        versions = match.group_by("session").agg(pl.col("version").first())
+        labels = dict(versions.iter_rows())
+        assert labels[row["from_session"]] == row["from_version"], row
+        assert labels[row["to_session"]] == row["to_version"], row
 
 
-def test_injected_regression_moves_liger_medians_by_the_stated_factor() -> None:
+def _session_medians(runs: pl.DataFrame, row: dict[str, Any], session: str) -> pl.DataFrame:
+    return (
+        runs.filter(
+            pl.col("kernel") == row["kernel"],
+            pl.col("pass") == row["pass"],
+            pl.col("gpu") == row["gpu"],
+            pl.col("session") == session,
+        )
+        .group_by("provider", "workload")
+        .agg(pl.col("median").median())
+    )
+
+
+def _ratios(runs: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
+    """Per provider and workload: median in to_session / median in from_session."""
+    before = _session_medians(runs, row, row["from_session"])
+    after = _session_medians(runs, row, row["to_session"])
+    joined = before.join(after, on=["provider", "workload"], suffix="_to")
+    return joined.select(
+        "provider", "workload", (pl.col("median_to") / pl.col("median")).alias("r")
+    )
+
+
+def test_injected_effects_move_liger_medians_by_the_stated_factor() -> None:
     corpus = generate(QUIET)
     runs = _medians(corpus)
     effects = corpus.truth.filter(pl.col("effect").is_in(["regression", "improvement"]))
     assert effects.height > 0
     for row in effects.iter_rows(named=True):
-        series = runs.filter(
-            (pl.col("kernel") == row["kernel"])
-            & (pl.col("pass") == row["pass"])
-            & (pl.col("provider") == "liger")
-            & (pl.col("gpu") == row["gpu"])
-        )
+        ratios = _ratios(runs, row)
+        moved = ratios.filter(pl.col("provider") == "liger")
         if row["workload"] is not None:
-            series = series.filter(pl.col("workload") == row["workload"])
-        for workload in series["workload"].unique():
-            by_version = series.filter(pl.col("workload") == workload)
-            before = by_version.filter(pl.col("version") == row["from_version"])["median"][0]
-            after = by_version.filter(pl.col("version") == row["to_version"])["median"][0]
-            assert after / before == pytest.approx(1 + row["change"], rel=0.01)
+            moved = moved.filter(pl.col("workload") == row["workload"])
+        assert moved.height == (1 if row["workload"] else TINY.sweep_size), row
+        for r in moved["r"]:
+            assert r == pytest.approx(1 + row["change"], rel=0.01), row
+        # everything else of the session pair stayed put
+        for r in ratios.join(moved, on=["provider", "workload"], how="anti")["r"]:
+            assert r == pytest.approx(1.0, rel=0.01), row
 
 
 def test_drift_moves_every_provider_on_the_gpu() -> None:
     corpus = generate(replace(QUIET, regression_rate=0.0, improvement_rate=0.0))
     drift = corpus.truth.filter(pl.col("effect") == "drift")
     assert drift.height > 0
-    row = drift.row(0, named=True)
-    runs = _medians(corpus).filter(pl.col("gpu") == row["gpu"])
-    before = runs.filter(pl.col("version") == row["from_version"])
-    after = runs.filter(pl.col("version") == row["to_version"])
-    joined = before.join(after, on=["kernel", "pass", "provider", "workload"], suffix="_to")
-    assert set(joined["provider"]) == {"liger", "huggingface", "torch_compile"}
-    ratios = (joined["median_to"] / joined["median"]).to_list()
-    assert all(math.isclose(r, 1 + row["change"], rel_tol=0.01) for r in ratios)
+    runs = _medians(corpus)
+    row = drift.filter(pl.col("kernel") == "rms_norm").row(0, named=True)
+    ratios = _ratios(runs, row)
+    assert set(ratios["provider"]) == {"liger", "huggingface", "torch_compile"}
+    assert all(math.isclose(r, 1 + row["change"], rel_tol=0.01) for r in ratios["r"])
 
 
 def test_slow_kernels_often_report_zero_spread() -> None:
@@ -208,11 +212,12 @@ def test_sized_config_lands_near_the_target() -> None:
 
 
 def test_head_label_and_replicates() -> None:
-    corpus = generate(replace(TINY, head_label="main", replicate_rate=0.5))
+    corpus = generate(replace(TINY, head_label="main", replicate_rate=0.5, conflict_rate=0.0))
     runs = _medians(corpus)
-    assert runs["version"].to_list()[-1] == "main"
-    counts = runs.group_by("kernel", "pass", "provider", "gpu", "workload", "version").len()
+    assert runs.sort("observed_at")["version"].to_list()[-1] == "main"
+    counts = runs.group_by("kernel", "pass", "provider", "gpu", "workload", "session").len()
     assert counts["len"].max() == TINY.replicates
+    assert counts["len"].min() == 1
 
 
 def test_bad_config_is_a_usage_error() -> None:
@@ -249,12 +254,9 @@ def test_cli_writes_corpus_and_truth(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_generated_corpus_loads_without_rejects(tmp_path: Path) -> None:
-    load = pytest.importorskip("kiana.load", reason="kiana.load is not written yet")
-    if not hasattr(load, "load") or not hasattr(load, "connect"):
-        pytest.skip("kiana.load has no load()/connect() yet")
     corpus = generate(replace(TINY, memory=True, versions=("0.5.0", "0.6.0")))
     write_corpus(corpus, tmp_path, "jsonl.gz")
-    con = load.connect(None)
-    summary = load.load(con, [str(tmp_path)])
+    con = kiana.load.connect(None)
+    summary = kiana.load.load(con, [str(tmp_path)])
     assert summary.rejected == 0, summary.first_rejects
     assert summary.loaded == corpus.run_count

@@ -37,6 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         ("regression-rate", "Liger regressions per kernel, pass and version step"),
         ("improvement-rate", "Liger improvements per kernel, pass and version step"),
         ("drift-rate", "environment shifts per GPU and version step"),
+        ("rerun-rate", "same-label re-benchmarks per kernel, pass, GPU and version"),
+        ("conflict-rate", "sessions holding another implementation's runs named liger"),
         ("outlier-rate", "one-off outliers per run"),
         ("zero-spread-share", "share of slow runs with p20 = median = p80"),
         ("min-change", "smallest injected effect (relative, 0.03 = 3%%)"),
@@ -59,13 +61,19 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from kiana.errors import UsageError
+    from kiana.errors import InputError, UsageError
     from kiana.generate import CorpusConfig, generate, liger_versions, write_corpus
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a folder", hint="give a folder path")
-    if out.is_dir() and any(out.iterdir()) and not args.force:
+    try:
+        occupied = out.is_dir() and any(out.iterdir())
+    except OSError as exc:
+        raise InputError(
+            f"cannot read {out}: {exc.strerror or exc}", hint="check the path"
+        ) from exc
+    if occupied and not args.force:
         raise UsageError(
             f"{out} is not empty",
             hint="choose an empty folder, or pass --force to overwrite the files it writes",
@@ -75,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         changes["seed"] = args.seed
     for name in (
         "replicate_rate", "regression_rate", "improvement_rate", "drift_rate", "outlier_rate",
+        "rerun_rate", "conflict_rate",
         "zero_spread_share", "min_change", "min_noise_multiple", "sweep_size", "head_label",
     ):  # fmt: skip
         if getattr(args, name) is not None:
@@ -101,12 +110,15 @@ def run(args: argparse.Namespace) -> int:
         seed = changes.pop("seed", base.seed)
         config = CorpusConfig.sized(args.runs, seed=seed, **changes)
     else:
-        try:
-            config = replace(base, **changes)
-        except ValueError as exc:  # pragma: no cover - dataclass field errors
-            raise UsageError(str(exc)) from exc
+        config = replace(base, **changes)
     corpus = generate(config)
-    written = write_corpus(corpus, out, layout=args.layout)
+    try:
+        written = write_corpus(corpus, out, layout=args.layout)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the corpus to {out}: {exc.strerror or exc}",
+            hint="choose a folder you can write to, on a disk with room",
+        ) from exc
     truth = corpus.truth
     kinds = ", ".join(
         f"{count} {effect}"

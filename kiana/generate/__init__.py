@@ -1,30 +1,69 @@
 """The deterministic corpus generator, and its ground truth.
 
 ``generate(CorpusConfig(seed=...))`` plans a corpus of Liger-Kernel benchmark runs
-(kernelindex.dev/v1alpha1 documents of the seeds' shape) with known injected effects;
-``Corpus.documents()`` streams the documents, ``Corpus.truth`` lists the effects and
-``write_corpus`` puts both on disk.  Same config, same bytes, on any machine: all
-randomness comes from ``random.Random`` seeded by the config (the plan) and by
-``(seed, session index)`` (the noise of each benchmark session), nothing depends on
-the clock, on hash order or on the platform's float formatting.
+(kernelindex.dev/v1alpha1 documents of the seeds' shape, made by
+:func:`kiana.documents.build_document`) with known injected effects;
+``Corpus.documents()`` streams the documents, ``Corpus.truth`` lists the effects,
+``Corpus.sessions`` the sessions, and ``write_corpus`` puts documents and truth on
+disk.  Same config, same bytes, on any machine: all randomness comes from
+``random.Random`` seeded by the config (the plan) and by ``(seed, round index)`` (the
+noise of each round of runs), nothing depends on the clock, on hash order or on the
+platform's float formatting.
+
+Modules: :mod:`~kiana.generate.catalog` (kernels, GPUs, releases),
+:mod:`~kiana.generate.config` (:class:`CorpusConfig`), :mod:`~kiana.generate.model`
+(latency and noise), :mod:`~kiana.generate.plan` (sessions, effects, truth),
+:mod:`~kiana.generate.corpus` (runs and documents), :mod:`~kiana.generate.truth`
+and :mod:`~kiana.generate.output` (files).
+
+Sessions
+--------
+A *session* is one kernel, timed pass and GPU benchmarked at one Liger version label:
+every provider (``liger`` and its baselines ``huggingface``, ``torch``,
+``torch_compile``) on every workload of the sweep, in one or more *rounds* each
+stamped with its own time.  A session's replicates (``replicate_rate``) are further
+rounds minutes after the first (4-9 minutes apart, the whole session within ~45
+minutes); different sessions of one kernel, pass and GPU are at least a day apart.
+So the rule of :mod:`kiana.stats` (runs of one kernel, pass, GPU, metric and label,
+sorted by time; a gap of more than an hour starts a new session) finds exactly the
+planned sessions, and a session's id is its first run's ``observedAt`` as
+``YYYY-MM-DDTHH:MM:SSZ``.  Each version is benchmarked once within days of its
+release; with ``rerun_rate`` a kernel, pass and GPU is benchmarked again *under the
+same label* 2+ days later (a development tree still reporting the last release),
+with a code change in ``rerun_change_share`` of those re-benchmarks and none in the
+others.  Sessions are ordered by (version, time).
 
 Model of latency
 ----------------
-A *session* is one kernel, timed pass and GPU benchmarked at one Liger version: every
-provider (``liger`` and its baselines ``huggingface``, ``torch``, ``torch_compile``)
-on every workload of the sweep, all stamped with the session's time.  The true
-latency of one provider on one workload is
+The true latency of one provider on one workload is
 
     base = passes * (launch overhead * launches + work / GPU throughput * provider cost)
 
 where work is bytes moved (memory-bound kernels: norms, activations, losses over the
 vocabulary) or flops (fused linear losses), so latency grows with the swept parameter;
 baselines cost 1.1x-2.8x Liger's and launch more kernels; each series gets a fixed
-personality factor (lognormal, sigma 8%) and each workload a small one (3%).  Across
-versions the true latency is ``base`` times every injected step up to that version:
-Liger regressions and improvements (``liger`` only; one workload or the whole sweep;
-one GPU or all of them) and environment shifts (``drift``: every provider on one GPU,
-all kernels, by the same factor).
+personality factor (lognormal, sigma 8%) and each workload a small one (3%).  In a
+session the true latency is ``base`` times every effect injected up to that session.
+
+Injected effects
+----------------
+* Liger code changes between releases (``liger`` only; one GPU or all of them):
+  sweep-wide regressions and improvements, of which ``small_shift_share`` are small
+  (exactly ``min_change``, 3%, or 4-5%, and only where that is at least
+  ``min_noise_multiple`` times every Liger spread of the group), the rest log-uniform
+  in [5%, ``max_change``] and at least ``min_noise_multiple`` times the spread; and
+  one-workload regressions (``single_workload_share`` of the regressions: one workload
+  of the sweep +20..40%, the others flat);
+* code changes between a release's session and a same-label re-benchmark (sweep-wide,
+  regression or improvement, >= 5%); the other re-benchmarks change nothing;
+* environment shifts (``drift``: every provider on one GPU, all kernels, by the same
+  factor, at a release step); Liger changes are never planted on a step and GPU that
+  drifted;
+* conflicts (``conflict_rate`` per session, in sessions no other effect touches):
+  another implementation's runs under the provider name ``liger`` (every workload,
+  2x-6x slower or faster than the Triton runs) minutes after the session's own
+  rounds, as when a backend's CSV names its rows ``liger``;
+* outliers: one run (not a step) off by +15..80% (or -10..30%).
 
 Model of noise
 --------------
@@ -41,49 +80,58 @@ lognormal series factor, sigma 0.3).  Per run:
 * runs of slow kernels (median >= ``slow_ns``, 50 ms) report p20 = median = p80 with
   probability ``zero_spread_share``, as do_bench does with few repetitions: the
   noise is still there, the document just does not show it;
-* outliers multiply one run (not a step) by +15..80% (or -10..30%);
 * numbers are quantized like CUDA events: 32 ns ticks, float32 milliseconds
   (``sourceNative.metrics``), integer nanoseconds in ``timing`` and ``measurements``.
 
-Injected effect sizes are log-uniform in [``min_change``, ``max_change``] and never
-smaller than ``min_noise_multiple`` times the typical spread of any Liger series they
-touch, so a benchmark can ask for "regressions of at least 3% and 2x the spread".
 Memory rows (``memory=True``) are deterministic (p20 = median = p80, MB) and carry no
 effects.
 
 Ground truth (``Corpus.truth``, ``truth.csv``)
 ---------------------------------------------
 One row per injected effect and series group, columns :data:`TRUTH_COLUMNS`:
-``regression``/``improvement`` rows name the Liger provider and, when only one
-workload moved, the workload (else null); ``drift`` rows are written for every
-(kernel, pass, provider) on the shifted GPU, workload null; ``outlier`` rows name the
-single run's provider and workload, with ``from_version = to_version`` = the version
-of the run that is off.  ``change`` is relative (+0.10 = 10% slower) and is exactly
-the factor applied (``1 + change``).  Version steps not named are unchanged.
+
+* ``kernel``, ``pass``, ``provider``, ``gpu`` (the GPU label, ``NVIDIA H100 PCIe``),
+  ``metric`` (always ``latency``);
+* ``workload``: the one workload that moved, or null for the whole sweep;
+* ``from_version``, ``to_version``: the labels of the two sessions (equal for a
+  same-label re-benchmark, a conflict and an outlier);
+* ``from_session``, ``to_session``: the session ids (``YYYY-MM-DDTHH:MM:SSZ``, the
+  earliest ``observedAt`` of any provider's and workload's run of that kernel, pass,
+  GPU and label sitting); ``from_session`` is the session just before
+  ``to_session`` in (version, time) order, and both are the same session for a
+  ``conflict`` or an ``outlier``;
+* ``effect``: ``regression`` | ``improvement`` (the ``liger`` provider; a same-label
+  change has ``from_version = to_version``), ``drift`` (a row for every provider of
+  every kernel and pass on the shifted GPU), ``conflict`` (provider ``liger``,
+  workload null: the session holds another implementation's runs), ``outlier`` (the
+  single run's provider and workload, in the session named);
+* ``change``: relative, +0.10 = 10% slower, exactly the factor applied (``1 +
+  change``; for a conflict the other implementation's factor on the true latency);
+* ``note``: what was planted, for people.
+
+Session pairs not named are unchanged; ``Corpus.sessions`` lists every session (same
+-label re-benchmarks without a change included, ``rerun`` = 1).
 """
 
 from __future__ import annotations
 
 from kiana.generate.catalog import GPUS, KERNELS, RELEASES, GpuSpec, KernelSpec, liger_versions
-from kiana.generate.model import (
+from kiana.generate.config import (
     DEFAULT_GPUS,
     DEFAULT_KERNELS,
     DEFAULT_VERSIONS,
-    TRUTH_COLUMNS,
-    Corpus,
+    SEED_BUNDLED,
     CorpusConfig,
-    Effect,
-    generate,
-    typical_spread,
 )
-from kiana.generate.output import (
-    LAYOUTS,
+from kiana.generate.corpus import SESSION_COLUMNS, Corpus, generate
+from kiana.generate.model import typical_spread
+from kiana.generate.output import LAYOUTS, Layout, Written, write_corpus
+from kiana.generate.truth import (
+    EFFECTS,
+    TRUTH_COLUMNS,
     TRUTH_FILE,
-    DocumentFactory,
-    Layout,
-    Written,
+    Effect,
     read_truth,
-    write_corpus,
     write_truth,
 )
 
@@ -91,15 +139,17 @@ __all__ = [
     "DEFAULT_GPUS",
     "DEFAULT_KERNELS",
     "DEFAULT_VERSIONS",
+    "EFFECTS",
     "GPUS",
     "KERNELS",
     "LAYOUTS",
     "RELEASES",
+    "SEED_BUNDLED",
+    "SESSION_COLUMNS",
     "TRUTH_COLUMNS",
     "TRUTH_FILE",
     "Corpus",
     "CorpusConfig",
-    "DocumentFactory",
     "Effect",
     "GpuSpec",
     "KernelSpec",

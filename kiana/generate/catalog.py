@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from kiana.documents import Gpu
+from kiana.documents import Gpu, slugify
+from kiana.errors import UsageError
 
 Pass = Literal["forward", "backward", "full"]
 Bound = Literal["memory", "compute"]
@@ -208,7 +209,10 @@ def liger_versions(count: int) -> tuple[str, ...]:
     """``count`` PEP 440 Liger versions in release order: the newest real releases, and
     when more are asked than exist, synthetic later ones (0.6.3, 0.6.4, ... 0.7.0 ...)."""
     if count < 1:
-        raise ValueError("count must be >= 1")
+        raise UsageError(
+            f"cannot pick {count} Liger versions",
+            hint="ask for 1 or more versions (e.g. --versions 3), or name them",
+        )
     real = [version for version, _ in RELEASES]
     if count <= len(real):
         return tuple(real[-count:])
@@ -236,9 +240,8 @@ def release_dates(versions: tuple[str, ...]) -> list[datetime]:
 
 
 def resolve_gpu(key: str) -> GpuSpec:
-    """A catalog GPU from its slug or its device name (``NVIDIA H100 PCIe``)."""
-    from kiana.documents import slugify
-
+    """A catalog GPU from its slug or its device name (``NVIDIA H100 PCIe``); KeyError
+    for an unknown one."""
     spec = GPUS.get(slugify(key))
     if spec is None:
         for candidate in GPUS.values():

@@ -1,0 +1,181 @@
+"""A planned corpus: its runs streamed as specs or documents, its truth and sessions."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from kiana.documents import Gpu, RunSpec, build_document
+from kiana.generate.catalog import resolve_gpu
+from kiana.generate.config import CorpusConfig
+from kiana.generate.model import SESSION_FORMAT, SPREAD_SIGMAS, f32_ms
+from kiana.generate.plan import plan
+from kiana.generate.truth import truth_frame
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: Columns of :attr:`Corpus.sessions`, in order.
+SESSION_COLUMNS: tuple[str, ...] = (
+    "kernel", "pass", "gpu", "liger_version", "session", "position", "rerun", "rounds",
+    "conflict",
+)  # fmt: skip
+
+#: Memory rows are stamped this long after their round's latency runs.
+MEMORY_OFFSET = timedelta(minutes=20)
+
+
+class Corpus:
+    """A planned corpus: :meth:`documents` streams it, :attr:`truth` says what was
+    injected, :attr:`sessions` lists its latency sessions.  Build it with
+    :func:`generate`."""
+
+    def __init__(self, config: CorpusConfig) -> None:
+        self.config = config
+        self.versions = config.version_labels
+        self._plan = plan(config)
+        self._truth_frame: pl.DataFrame | None = None
+
+    @property
+    def truth(self) -> pl.DataFrame:
+        """One row per injected effect; see :data:`kiana.generate.TRUTH_COLUMNS`."""
+        if self._truth_frame is None:
+            order = {v: i for i, v in enumerate(self.versions)}
+            rows = sorted(
+                self._plan.truth,
+                key=lambda r: (
+                    order[r["to_version"]], r["to_session"], r["effect"], r["gpu"], r["kernel"],
+                    r["pass"], r["provider"], r["workload"] or "", r["note"],
+                ),
+            )  # fmt: skip
+            self._truth_frame = truth_frame(rows)
+        return self._truth_frame
+
+    @property
+    def sessions(self) -> pl.DataFrame:
+        """One row per latency session (kernel, pass, GPU, label, sitting): its id, its
+        ``position`` in the group's (version, time) order, ``rerun`` (1: a same-label
+        re-benchmark), its number of rounds and whether a conflict was planted in it."""
+        import polars as pl
+
+        rounds: dict[tuple[int, int, int], int] = {}
+        conflicts: set[tuple[int, int, int]] = set()
+        for r in self._plan.rounds:
+            key = (r.group, r.version, r.rerun)
+            rounds[key] = rounds.get(key, 0) + 1
+            if r.backend is not None:
+                conflicts.add(key)
+        rows = []
+        for index, group in enumerate(self._plan.groups):
+            for position, point in enumerate(sorted(group.sessions)):
+                key = (index, *point)
+                rows.append(
+                    (
+                        group.kernel.name, group.pass_, group.gpu.gpu.label,
+                        self.versions[point[0]], group.sessions[point].strftime(SESSION_FORMAT),
+                        position, point[1], rounds[key], key in conflicts,
+                    )
+                )  # fmt: skip
+        types: dict[str, Any] = {"position": pl.Int64, "rerun": pl.Int64, "rounds": pl.Int64}
+        types["conflict"] = pl.Boolean
+        schema = {c: types.get(c, pl.String) for c in SESSION_COLUMNS}
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
+    @property
+    def run_count(self) -> int:
+        """Number of documents :meth:`documents` yields."""
+        runs = memory = 0
+        for r in self._plan.rounds:
+            series = self._plan.groups[r.group].series
+            if r.backend is None:
+                runs += len(series)
+                memory += len(series)
+            else:
+                runs += sum(1 for s in series if s.provider == "liger")
+        return runs + (memory if self.config.memory else 0)
+
+    @property
+    def gpus(self) -> list[Gpu]:
+        return [resolve_gpu(key).gpu for key in self.config.gpus]
+
+    def specs(self) -> Iterator[RunSpec]:
+        """Every run as a :class:`kiana.documents.RunSpec`, round by round; the noise of
+        each round comes from ``random.Random`` seeded by (seed, round index)."""
+        config = self.config
+        sigma_scale = config.session_noise / SPREAD_SIGMAS
+        outliers = self._plan.outliers
+        for index, r in enumerate(self._plan.rounds):
+            rng = random.Random(f"kiana-generate:{config.seed}:{index}")
+            gauss, uniform, rand = rng.gauss, rng.uniform, rng.random
+            group = self._plan.groups[r.group]
+            kernel, pass_, gpu = group.kernel, group.pass_, group.gpu.gpu
+            version = self.versions[r.version]
+            point = (r.version, r.rerun)
+            machine = math.exp(gauss(0, config.machine_noise)) if config.machine_noise else 1.0
+            for position, series in enumerate(group.series):
+                if r.backend is not None and series.provider != "liger":
+                    continue
+                median = series.base_ns * group.factor(series, point) * machine
+                median *= r.backend or 1.0
+                median *= math.exp(gauss(0, sigma_scale * series.spread))
+                median *= outliers.get((index, position), 1.0)
+                spread = series.spread * math.exp(gauss(0, 0.25))
+                lower = uniform(0.4, 0.55)
+                if rand() < config.zero_spread_share and median >= config.slow_ns:
+                    ms_20 = ms_50 = ms_80 = f32_ms(median)
+                else:
+                    ms_20 = f32_ms(median * (1 - lower * spread))
+                    ms_50 = f32_ms(median)
+                    ms_80 = f32_ms(median * (1 + (1 - lower) * spread))
+                yield RunSpec(
+                    kernel=kernel.name,
+                    kernel_title=kernel.title,
+                    pass_=pass_,
+                    provider=series.provider,
+                    gpu=gpu,
+                    workload=series.workload.slug,
+                    observed_at=r.at,
+                    liger_version=version,
+                    median=ms_50 * 1e6,
+                    p20=ms_20 * 1e6,
+                    p80=ms_80 * 1e6,
+                    workload_params=series.workload.params,
+                    native_metrics={"ms_20": ms_20, "ms_50": ms_50, "ms_80": ms_80},
+                )
+            if config.memory and r.backend is None:
+                yield from self._memory(r.group, version, r.at + MEMORY_OFFSET)
+
+    def _memory(self, index: int, version: str, at: datetime) -> Iterator[RunSpec]:
+        group = self._plan.groups[index]
+        for series in group.series:
+            mb = series.memory_mb
+            yield RunSpec(
+                kernel=group.kernel.name,
+                kernel_title=group.kernel.title,
+                pass_=group.pass_,
+                provider=series.provider,
+                gpu=group.gpu.gpu,
+                workload=series.workload.slug,
+                observed_at=at,
+                liger_version=version,
+                median=mb,
+                p20=mb,
+                p80=mb,
+                metric="memory",
+                workload_params=series.workload.params,
+            )
+
+    def documents(self) -> Iterator[dict[str, Any]]:
+        """Every run as a kernelindex document (:func:`kiana.documents.build_document`),
+        streamed: a fresh iterator each call, the same documents each time."""
+        for spec in self.specs():
+            yield build_document(spec)
+
+
+def generate(config: CorpusConfig | None = None) -> Corpus:
+    """Plan the corpus of ``config`` (default: :class:`CorpusConfig()`); cheap: the
+    documents are made when :meth:`Corpus.documents` is iterated."""
+    return Corpus(config or CorpusConfig())
