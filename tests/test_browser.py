@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_report_helpers import sample_database
+from tests.test_report_helpers import build_page, sample_database
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -49,7 +49,7 @@ def _report(tmp_path: Path, hostile: bool) -> Path:
 
     con = sample_database(tmp_path, hostile=hostile)
     out = tmp_path / "report.html"
-    report.write(out, report.build(con, report.ReportOptions(command_line="kiana report <test>")))
+    report.write(out, build_page(con, command_line="kiana report <test>"))
     return out
 
 

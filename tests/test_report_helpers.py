@@ -166,3 +166,17 @@ def sample_database(directory: object, hostile: bool = False) -> object:
     con = load.connect(None)
     load.load(con, [path])
     return con
+
+
+NOW = datetime(2025, 1, 2)
+
+
+def build_page(con: object, command_line: str = "kiana report test", **judge: object) -> str:
+    """The page of a database, through the CLI's pipeline (``collect``) and ``render``."""
+    from kiana.commands.report import collect
+    from kiana.report import ReportOptions, render
+    from kiana.stats import JudgeOptions
+
+    options = ReportOptions(command_line=command_line)
+    data = collect(con, JudgeOptions(**judge), options, generated_at=NOW)  # type: ignore[arg-type]
+    return render(data)

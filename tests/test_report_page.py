@@ -8,14 +8,13 @@ import os
 import re
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from kiana import report
 from kiana.report import charts
 from tests.test_report_helpers import (
+    build_page,
     sample_database,
     sample_findings,
     sample_runs,
@@ -23,17 +22,16 @@ from tests.test_report_helpers import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-OPTIONS = report.ReportOptions(command_line="kiana report test", now=datetime(2025, 1, 2))
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return report.build(sample_database(tmp_path_factory.mktemp("page")), OPTIONS)
+    return build_page(sample_database(tmp_path_factory.mktemp("page")))
 
 
 @pytest.fixture(scope="module")
 def hostile_page(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return report.build(sample_database(tmp_path_factory.mktemp("hostile"), hostile=True), OPTIONS)
+    return build_page(sample_database(tmp_path_factory.mktemp("hostile"), hostile=True))
 
 
 def _json_blocks(html: str) -> list[str]:

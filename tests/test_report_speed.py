@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 import pytest
 
-from kiana import report
 from kiana.errors import UsageError
 from kiana.report import charts, frames
 from tests.test_report_helpers import (
     PAYLOADS,
+    build_page,
     sample_database,
     sample_findings,
     sample_runs,
@@ -27,8 +26,6 @@ from tests.test_report_helpers import (
 
 if TYPE_CHECKING:
     import duckdb
-
-OPTIONS = report.ReportOptions(command_line="kiana report test", now=datetime(2025, 1, 2))
 
 
 def _altair(chart: Any) -> dict[str, Any]:
@@ -148,7 +145,7 @@ def test_page_is_the_page_altair_would_build(
 ) -> None:
     """The whole page, byte for byte, against one whose charts come from Altair."""
     con = cast("duckdb.DuckDBPyConnection", sample_database(tmp_path, hostile=hostile))
-    fast = report.build(con, OPTIONS)
+    fast = build_page(con)
     assert fast.count('<script type="application/json" data-chart=') == 3
     monkeypatch.setattr(
         charts, "series_spec", lambda runs, **kw: _altair(charts.series(runs, **kw))
@@ -161,7 +158,7 @@ def test_page_is_the_page_altair_would_build(
         "speedup_spec",
         lambda summary, **kw: _altair(charts.speedup_from_summary(summary, **kw)),
     )
-    assert report.build(con, OPTIONS) == fast
+    assert build_page(con) == fast
 
 
 def test_the_bundled_vega_lite_is_the_version_altair_writes() -> None:

@@ -4,6 +4,9 @@ Without PATHs the report is built from the database (``--db``, default
 ``kiana.duckdb``).  With PATHs they are loaded into a fresh in-memory database first
 (unless ``--db`` is given too, then into that file), so ``kiana report data/ -o
 report.html`` is the one-command demo.
+
+The pipeline (open the database, load, read the runs, judge, read the data quality) is
+here, in :func:`collect`; ``kiana.report.render`` only turns its result into HTML.
 """
 
 from __future__ import annotations
@@ -12,8 +15,17 @@ import argparse
 import shlex
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from kiana.commands.common import DEFAULT_DB, add_judge_options, count
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import duckdb
+
+    from kiana.report import ReportData, ReportOptions
+    from kiana.stats import JudgeOptions
 
 HELP = "write one self-contained HTML report (findings, charts, data quality) that opens offline"
 
@@ -38,6 +50,44 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="rows shown per table before a note gives the count (default 2000)",
     )  # fmt: skip
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+
+
+def collect(
+    con: duckdb.DuckDBPyConnection,
+    judge_options: JudgeOptions | None = None,
+    options: ReportOptions | None = None,
+    *,
+    generated_at: datetime | None = None,
+) -> ReportData:
+    """The report's pipeline: the runs of the database behind ``con``, judged with
+    ``judge_options``, and its data quality, as the :class:`ReportData` that
+    ``kiana.report.render`` turns into the page."""
+    from kiana import load, stats
+    from kiana.load import quality
+    from kiana.report import ReportData, ReportOptions
+
+    judge_options = judge_options or stats.JudgeOptions()
+    runs = load.runs(con)
+    return ReportData(
+        runs=runs,
+        judgement=stats.judge(runs, judge_options),
+        judge_options=judge_options,
+        quality=quality.collect(con),
+        options=options or ReportOptions(),
+        database=database_label(con),
+        **({"generated_at": generated_at} if generated_at is not None else {}),
+    )
+
+
+def database_label(con: duckdb.DuckDBPyConnection) -> str:
+    """The database file of a connection, or ``in memory``."""
+    import os
+
+    rows = con.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    path = rows[0][0] if rows else None
+    return os.fspath(path) if path else "in memory"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,14 +122,16 @@ def run(args: argparse.Namespace) -> int:
             top=args.top, table_rows=args.rows,
             command_line=shlex.join(["kiana", *sys.argv[1:]]),
         )  # fmt: skip
-        html, headline = report.build_with_headline(
-            con, options, JudgeOptions(threshold=args.threshold, baseline=args.baseline)
-        )
+        data = collect(con, JudgeOptions(threshold=args.threshold, baseline=args.baseline), options)
     finally:
         con.close()
+    html = report.render(data)
     path = report.write(args.output, html)
     if not args.quiet:
         size = len(html.encode("utf-8"))
-        print(headline)
+        print(report.headline(data))
+        covered = report.coverage_line(data)
+        if covered:
+            print(covered[0].upper() + covered[1:] + ".")
         print(f"wrote {path} ({size / 1e6:.2f} MB) in {time.monotonic() - started:.1f} s")
     return 0

@@ -1,59 +1,32 @@
-"""The self-contained HTML report: ``build(con)`` returns the page, ``write`` saves it.
+"""The self-contained HTML report: ``render(ReportData) -> str``, ``write`` saves it.
 
-Stages: :mod:`kiana.report.data` gathers small frames from the database, the runs and
-the judgement; :mod:`kiana.report.charts` draws them with Altair (also the notebooks'
-chart API, :mod:`kiana.charts`); :mod:`kiana.report.page` assembles escaped HTML with
-the Vega bundle of :mod:`kiana.report.assets` inlined once.
+Rendering is a function of its data.  Whoever calls it gathers the data (the CLI in
+``kiana.commands.report.collect``; in a notebook)::
+
+    runs = kiana.runs(con)
+    judgement = kiana.judge(runs, options)
+    data = kiana.report.ReportData(
+        runs, judgement, options, quality=kiana.load.quality.collect(con)
+    )
+    kiana.report.write("report.html", kiana.report.render(data))
+
+Stages: :mod:`kiana.report.data` turns the data into small frames;
+:mod:`kiana.report.charts` builds their Vega-Lite specs (the notebooks' Altair charts
+in :mod:`kiana.charts` are made from the same specs); :mod:`kiana.report.page`
+assembles escaped HTML (:mod:`kiana.report.components`) with the Vega bundle of
+:mod:`kiana.report.assets` inlined once.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kiana.errors import InputError
-from kiana.report.data import ReportOptions
+from kiana.report.data import ReportData, ReportOptions
+from kiana.report.page import coverage_line, headline, render
 
-if TYPE_CHECKING:
-    import duckdb
-
-    from kiana.stats import JudgeOptions
-
-__all__ = ["ReportOptions", "build", "build_with_headline", "write"]
-
-
-def build(
-    con: duckdb.DuckDBPyConnection,
-    options: ReportOptions | None = None,
-    judge_options: JudgeOptions | None = None,
-) -> str:
-    """The report of everything in the database behind ``con``, as one HTML string."""
-    return build_with_headline(con, options, judge_options)[0]
-
-
-def build_with_headline(
-    con: duckdb.DuckDBPyConnection,
-    options: ReportOptions | None = None,
-    judge_options: JudgeOptions | None = None,
-) -> tuple[str, str]:
-    """The page and its one-line headline (what a terminal shows after writing it)."""
-    from kiana import load, stats
-    from kiana.report import data, page
-
-    options = options or ReportOptions()
-    judge_options = judge_options or stats.JudgeOptions()
-    runs = load.runs(con)
-    judgement = stats.judge(runs, judge_options)
-    options = dataclasses.replace(
-        options,
-        settings=options.settings or dataclasses.asdict(judge_options),
-        threshold=options.threshold if options.threshold is not None else judge_options.threshold,
-    )
-    gathered = data.gather(con, runs, judgement, options)
-    html = page.render(gathered, options, database=data.database_label(con))
-    return html, page.headline(gathered)
+__all__ = ["ReportData", "ReportOptions", "coverage_line", "headline", "render", "write"]
 
 
 def write(path: str | os.PathLike[str], html: str) -> Path:

@@ -1,32 +1,26 @@
-"""Everything the page shows, gathered once from the database, the runs and the
-judgement, as small polars frames (aggregated in DuckDB or polars, never per run)."""
+"""What the page is made of: :class:`ReportData` (the runs, the judgement, the data
+quality and the options, gathered by the caller) and :func:`gather`, which turns it
+into the small frames the sections show (aggregated in polars, never per run).
+Nothing here reads a database or judges: see ``kiana.commands.report.collect``."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-import duckdb
 import polars as pl
 
+from kiana.errors import KianaError
+from kiana.load.quality import DataQuality
 from kiana.report import frames
+from kiana.stats import Judgement, JudgeOptions
 from kiana.stats.versions import version_table
 from kiana.vocabulary import VERDICTS, verdict_rank
 
 
-class Judgement(Protocol):
-    """What the report needs of :func:`kiana.stats.judge`'s result."""
-
-    @property
-    def steps(self) -> pl.DataFrame: ...
-
-    @property
-    def findings(self) -> pl.DataFrame: ...
-
-    @property
-    def tradeoffs(self) -> pl.DataFrame | None: ...
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
 
 
 @dataclass(frozen=True)
@@ -34,20 +28,36 @@ class ReportOptions:
     """How the page is built.
 
     top: findings that get charts; table_rows: rows shown per table before a note says
-    how many more there are; settings: the judge's options, shown under "how it was
-    made"; command_line and now: recorded on the page (``now`` fixed for tests)."""
+    how many more there are; title; command_line: recorded on the page."""
 
     top: int = 30
     table_rows: int = 2000
     title: str = "kiana report"
     command_line: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
-    threshold: float | None = None
-    now: datetime | None = None
 
 
 @dataclass(frozen=True)
 class ReportData:
+    """Everything the page shows: :func:`kiana.report.render` is a function of it.
+
+    ``runs`` is ``kiana.load.runs(con)``, ``judgement`` is ``kiana.stats.judge(runs,
+    judge_options)`` (the options are shown on the page, and their threshold drawn on
+    the charts), ``quality`` is ``kiana.load.quality.collect(con)`` (empty by default),
+    ``database`` names where the runs came from, ``generated_at`` is the page's time."""
+
+    runs: pl.DataFrame
+    judgement: Judgement
+    judge_options: JudgeOptions = field(default_factory=JudgeOptions)
+    quality: DataQuality = field(default_factory=DataQuality)
+    options: ReportOptions = field(default_factory=ReportOptions)
+    database: str = "in memory"
+    generated_at: datetime = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """The frames of the page's sections (see :func:`gather`)."""
+
     counts: dict[str, int]
     versions: pl.DataFrame  # liger_version, version_rank, version_kind, runs
     findings: pl.DataFrame  # latency findings, most important first, with `rank`
@@ -58,12 +68,8 @@ class ReportData:
     charted: pl.DataFrame  # the findings that get charts
     speedups: pl.DataFrame  # speedup summary rows
     flips: pl.DataFrame  # speedup pairs below 1x
-    rejects: pl.DataFrame  # reason, count, example source
-    warnings: pl.DataFrame  # kind, count, example message
-    conflicts: pl.DataFrame  # digest conflicts
     spread: pl.DataFrame  # per GPU: runs, zero spread, no spread
-    loads: pl.DataFrame
-    generated_at: datetime
+    coverage: dict[str, Any] | None  # judgement.coverage, when the judge gives one
 
 
 def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
@@ -82,44 +88,53 @@ def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
     return ordered.with_row_index("rank", offset=1)
 
 
-def _frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
-    frame: pl.DataFrame = con.sql(sql).pl()
-    return frame
-
-
-def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> int:
-    rows = con.execute(sql).fetchall()
-    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
-
-
-def gather(
-    con: duckdb.DuckDBPyConnection,
-    runs: pl.DataFrame,
-    judgement: Judgement,
-    options: ReportOptions,
-) -> ReportData:
-    steps = judgement.steps
-    ordered = sort_findings(judgement.findings)
-    latency = ordered.filter(pl.col("metric") == "latency")
-    memory = ordered.filter(pl.col("metric") != "latency")
-    charted = ordered.filter(pl.col("verdict") != "unchanged").head(options.top)
-    partitions: list[str] = []
-    for row in charted.iter_rows(named=True):
-        try:
-            partitions.append(str(frames.worst_step(steps, row)["partition_id"]))
-        except Exception:  # a finding without steps is shown in the table only
-            continue
-    chart_runs = runs.filter(pl.col("partition_id").is_in(partitions))
-    passed = runs.filter(pl.col("status") == "passed")
-    versions = (
+def versions_frame(runs: pl.DataFrame) -> pl.DataFrame:
+    """Every Liger version of the runs in kiana's order, with its number of runs."""
+    return (
         version_table(runs)
         .join(runs.group_by("liger_version").agg(pl.len().alias("runs")), on="liger_version")
         .sort("version_rank")
     )
+
+
+def verdict_counts(findings: pl.DataFrame) -> dict[str, int]:
+    """Findings per verdict, every verdict of :data:`kiana.vocabulary.VERDICTS`."""
+    if findings.height == 0:
+        return dict.fromkeys(VERDICTS, 0)
+    counted = dict(findings.group_by("verdict").len().iter_rows())
+    return {v: int(counted.get(v, 0)) for v in VERDICTS}
+
+
+def coverage(judgement: Judgement) -> dict[str, Any] | None:
+    """The judgement's ``coverage`` (series, compared, not_compared by reason), or None
+    when the judge gives none or it lacks the two counts."""
+    found = getattr(judgement, "coverage", None)
+    if not isinstance(found, dict):
+        return None
+    if not all(isinstance(found.get(k), int) for k in ("series", "compared")):
+        return None
+    return found
+
+
+def gather(data: ReportData) -> Gathered:
+    """The frames of every section, from the runs and the judgement alone."""
+    runs, steps = data.runs, data.judgement.steps
+    ordered = sort_findings(data.judgement.findings)
+    latency = ordered.filter(pl.col("metric") == "latency")
+    memory = ordered.filter(pl.col("metric") != "latency")
+    charted = ordered.filter(pl.col("verdict") != "unchanged").head(data.options.top)
+    partitions: list[str] = []
+    for row in charted.iter_rows(named=True):
+        try:
+            partitions.append(str(frames.worst_step(steps, row)["partition_id"]))
+        except KianaError:  # a finding without steps is shown in the table only
+            continue
+    chart_runs = runs.filter(pl.col("partition_id").is_in(partitions))
+    passed = runs.filter(pl.col("status") == "passed")
     counts = {
-        "documents read": _scalar(con, "SELECT sum(read) FROM loads"),
+        "documents read": data.quality.documents_read,
         "runs": runs.height,
-        "rejects": _scalar(con, "SELECT count(*) FROM rejects"),
+        "rejects": data.quality.rejected,
         "partitions": runs["partition_id"].n_unique(),
         "kernels": runs["kernel"].n_unique(),
         "GPUs": runs["gpu"].n_unique(),
@@ -129,58 +144,23 @@ def gather(
         "not passed": runs.height - passed.height,
         "steps": steps.height,
         "findings": ordered.height,
+        **verdict_counts(ordered),
     }
-    for verdict in VERDICTS:
-        counts[verdict] = ordered.filter(pl.col("verdict") == verdict).height
     pairs = frames.speedup_frame(runs)
-    return ReportData(
+    tradeoffs = data.judgement.tradeoffs
+    return Gathered(
         counts=counts,
-        versions=versions,
+        versions=versions_frame(runs),
         findings=latency,
-        tradeoffs=judgement.tradeoffs if judgement.tradeoffs is not None else pl.DataFrame(),
+        tradeoffs=tradeoffs if tradeoffs is not None else pl.DataFrame(),
         memory_findings=memory,
         steps=steps,
         runs=chart_runs,
         charted=charted,
         speedups=frames.speedup_summary(pairs),
         flips=pairs.filter(pl.col("speedup") < 1).sort("speedup"),
-        rejects=_frame(
-            con,
-            """SELECT regexp_replace(reason, ':.*', '') AS problem, count(*) AS documents,
-                      any_value(reason) AS example, any_value(source) AS source,
-                      any_value(json_path) AS json_path
-               FROM rejects GROUP BY 1 ORDER BY 2 DESC, 1""",
-        ),
-        warnings=_frame(
-            con,
-            """SELECT kind, count(*) AS runs, any_value(message) AS example,
-                      any_value(source) AS source
-               FROM warnings GROUP BY 1 ORDER BY 2 DESC, 1""",
-        ),
-        conflicts=_frame(
-            con,
-            """SELECT 'rejected' AS kind, reason AS detail, source FROM rejects
-               WHERE reason LIKE 'conflicting content%'
-               UNION ALL
-               SELECT 'environment digest names several GPUs',
-                      environment_digest || ': ' || string_agg(DISTINCT gpu, ', '), NULL
-               FROM runs GROUP BY environment_digest HAVING count(DISTINCT gpu) > 1
-               UNION ALL
-               SELECT 'workload digest names several workloads',
-                      workload_digest || ': ' || string_agg(DISTINCT kernel || '/' || workload, ', '),
-                      NULL
-               FROM runs GROUP BY workload_digest
-               HAVING count(DISTINCT kernel || '/' || workload) > 1
-               ORDER BY 1, 2""",
-        ),
         spread=_spread(passed),
-        loads=_frame(
-            con,
-            """SELECT load_id, started_at, kiana_version, array_to_string(inputs, ', ') AS inputs,
-                      read, loaded, already_present, rejected, warned
-               FROM loads ORDER BY load_id""",
-        ),
-        generated_at=options.now or datetime.now(UTC).replace(microsecond=0),
+        coverage=coverage(data.judgement),
     )
 
 
@@ -197,12 +177,3 @@ def _spread(passed: pl.DataFrame) -> pl.DataFrame:
         )
         .sort("gpu")
     )
-
-
-def database_label(con: duckdb.DuckDBPyConnection) -> str:
-    """The database file of a connection, or ``in memory``."""
-    rows = con.execute(
-        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
-    ).fetchall()
-    path = rows[0][0] if rows else None
-    return os.fspath(path) if path else "in memory"

@@ -1,16 +1,21 @@
-"""The report page: sections assembled from :class:`ReportData` with the escaping
-components; one ``<html>`` string with everything inlined."""
+"""The report page: sections assembled from :class:`ReportData` (through the frames of
+:func:`kiana.report.data.gather`) with the escaping components; one ``<html>`` string
+with everything inlined.  A function of its data: no database, no judging here."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
+from datetime import date, datetime
 from typing import Any
 
 import polars as pl
 
 from kiana import __version__
 from kiana.errors import KianaError
+from kiana.load.quality import DataQuality
 from kiana.report import assets, charts, frames
 from kiana.report.components import (
     Cell,
@@ -31,8 +36,15 @@ from kiana.report.components import (
     stat_cards,
     table,
 )
-from kiana.report.data import ReportData, ReportOptions
-from kiana.vocabulary import FLAGGED, VERDICTS
+from kiana.report.data import (
+    Gathered,
+    ReportData,
+    coverage,
+    gather,
+    verdict_counts,
+    versions_frame,
+)
+from kiana.vocabulary import VERDICTS
 
 CHART_ROWS = 150  # rows of the speedup heat map
 
@@ -77,21 +89,75 @@ def _n(count: int, word: str) -> str:
 
 
 def headline(data: ReportData) -> str:
-    c = data.counts
-    parts = [f"{c[v]:,} {v}{'s' if c[v] != 1 and v != 'drift' else ''}"
-             for v in FLAGGED if c.get(v)]  # fmt: skip
+    """One line: the findings by verdict (unchanged aside), among how many, on what."""
+    counts = verdict_counts(data.judgement.findings)
+    parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
+             for v in VERDICTS if v != "unchanged" and counts[v]]  # fmt: skip
     found = ", ".join(parts) if parts else "no regressions"
-    versions = data.versions["liger_version"].to_list()
+    runs = data.runs
+    versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
     span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
     return (
-        f"{found} among {_n(c['findings'], 'finding')}: {_n(c['kernels'], 'kernel')} on "
-        f"{_n(c['GPUs'], 'GPU')}, {span} ({_n(c['Liger versions'], 'version')}, "
-        f"{_n(c['runs'], 'run')})."
+        f"{found} among {_n(data.judgement.findings.height, 'finding')}: "
+        f"{_n(runs['kernel'].n_unique(), 'kernel')} on {_n(runs['gpu'].n_unique(), 'GPU')}, "
+        f"{span} ({_n(len(versions), 'version')}, {_n(runs.height, 'run')})."
     )
 
 
-def summary(data: ReportData) -> Html:
-    c = data.counts
+def coverage_line(data: ReportData) -> str | None:
+    """``compared 30 of 1,112 series; not compared: 1,050 with one session only, ...``
+    when the judgement says what it covered, else None."""
+    return _coverage_text(coverage(data.judgement))
+
+
+def _coverage_text(coverage: Mapping[str, Any] | None) -> str | None:
+    if coverage is None:
+        return None
+    text = f"compared {coverage['compared']:,} of {coverage['series']:,} series"
+    reasons = coverage.get("not_compared")
+    if isinstance(reasons, Mapping):
+        counted = sorted(
+            ((str(r), int(n)) for r, n in reasons.items() if isinstance(n, int) and n > 0),
+            key=lambda item: (-item[1], item[0]),
+        )
+        if counted:
+            text += "; not compared: " + ", ".join(f"{n:,} {_reason(r)}" for r, n in counted)
+    return text
+
+
+def _reason(reason: str) -> str:
+    """``one_session_only`` -> ``with one session only``."""
+    words = reason.replace("_", " ").strip()
+    return words if words.startswith(("with ", "without ")) else f"with {words}"
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _day(value: object) -> str | None:
+    """The date part of a session or a time (``datetime``, ``date`` or ISO text)."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()[:10]
+    found = _DAY.search(value) if isinstance(value, str) else None
+    return found.group() if found else None
+
+
+def step_label(row: Mapping[str, Any]) -> str:
+    """``0.5.0 → 0.6.0``; with sessions, each side's date too:
+    ``0.8.0 (2026-06-16) → 0.8.0 (2026-07-05)``."""
+
+    def side(prefix: str) -> str:
+        version = row.get(f"{prefix}_version")
+        if f"{prefix}_session" not in row:
+            return str(version)
+        day = _day(row[f"{prefix}_session"]) or _day(row.get(f"{prefix}_observed_at"))
+        return f"{version} ({day})" if day else str(version)
+
+    return f"{side('from')} → {side('to')}"
+
+
+def summary(g: Gathered) -> Html:
+    c = g.counts
     cards = stat_cards(
         (k, c[k])
         for k in (
@@ -102,7 +168,6 @@ def summary(data: ReportData) -> Html:
             "kernels",
             "GPUs",
             "Liger versions",
-            "steps",
             "findings",
         )
     )
@@ -111,8 +176,12 @@ def summary(data: ReportData) -> Html:
         f'<div class="label">{badge(v)}</div></div>'
         for v in VERDICTS
     )
+    covered = _coverage_text(g.coverage)
     extra = note(
-        f"{c['latency runs']:,} latency runs and {c['memory runs']:,} memory runs passed; "
+        f"Findings by verdict: each finding is one kernel, pass, provider, GPU and pair of "
+        f"versions over its workload sweep ({c['findings']:,} findings of {c['steps']:,} steps). "
+        + (f"Coverage: {covered}. " if covered else "")
+        + f"{c['latency runs']:,} latency runs and {c['memory runs']:,} memory runs passed; "
         f"{c['not passed']:,} runs did not pass and are kept but never judged."
     )
     return Html(f'{cards}<div class="cards">{verdicts}</div>{extra}')
@@ -137,7 +206,7 @@ def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, lim
             Cell(rank, sort=rank),
             Cell(badge(r["verdict"]), sort=_verdict_rank(r["verdict"]), key=r["verdict"]),
             r["kernel"], r["pass"], r["provider"], r["gpu"],
-            f"{r['from_version']} → {r['to_version']}",
+            step_label(r),
             Cell(f"{r['workloads_affected']}/{r['workloads_total']}",
                  sort=_num(r["workloads_affected"]) or 0),
             _change_cell(r["median_change"], r["verdict"]),
@@ -162,11 +231,11 @@ def _verdict_rank(verdict: object) -> int:
     return VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS)
 
 
-def memory_section(data: ReportData, charted: set[int], limit: int) -> Html:
-    if data.memory_findings.height == 0:
-        return note(f"No memory findings ({data.counts['memory runs']:,} memory runs).")
-    return tradeoff_table(data.tradeoffs, limit) + findings_table(
-        data.memory_findings, charted, table_id="memory-table", limit=limit
+def memory_section(g: Gathered, charted: set[int], limit: int) -> Html:
+    if g.memory_findings.height == 0:
+        return note(f"No memory findings ({g.counts['memory runs']:,} memory runs).")
+    return tradeoff_table(g.tradeoffs, limit) + findings_table(
+        g.memory_findings, charted, table_id="memory-table", limit=limit
     )
 
 
@@ -180,7 +249,7 @@ def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
             Column("workloads", "right"))  # fmt: skip
     rows = (
         [r["kernel"], r["pass"], r["provider"], r["gpu"],
-         f"{r['from_version']} → {r['to_version']}", _change_cell(r["latency_change"]),
+         step_label(r), _change_cell(r["latency_change"]),
          _change_cell(r["memory_change"]),
          f"{max(r['latency_workloads'], r['memory_workloads'])}/{r['workloads_total']}"]
         for r in shown.iter_rows(named=True)
@@ -192,16 +261,16 @@ def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
     )
 
 
-def chart_cards(data: ReportData, options: ReportOptions) -> Html:
-    if data.charted.height == 0:
+def chart_cards(g: Gathered, threshold: float | None) -> Html:
+    if g.charted.height == 0:
         return note("No finding other than 'unchanged': nothing to chart.")
     cards: list[str] = []
-    for r in data.charted.iter_rows(named=True):
+    for r in g.charted.iter_rows(named=True):
         rank = int(r["rank"])
         try:
-            worst = frames.worst_step(data.steps, r)
+            worst = frames.worst_step(g.steps, r)
             left = charts.series_spec(
-                data.runs,
+                g.runs,
                 partition_id=worst["partition_id"],
                 metric=str(r["metric"]),
                 step=(str(r["from_version"]), str(r["to_version"])),
@@ -209,7 +278,7 @@ def chart_cards(data: ReportData, options: ReportOptions) -> Html:
                 title=f"{r['provider']} and its baselines, {worst['workload']}",
             )
             right = charts.sweep_spec(
-                data.steps, r, threshold=options.threshold, title="change across the workload sweep"
+                g.steps, r, threshold=threshold, title="change across the workload sweep"
             )
         except KianaError as exc:  # a finding the charts cannot draw still gets its card
             body = note(f"no chart: {exc.message}")
@@ -225,8 +294,7 @@ def chart_cards(data: ReportData, options: ReportOptions) -> Html:
                 "same-run control's change."
             )  # fmt: skip
         title = (
-            f"#{rank} {r['kernel']} · {r['pass']} · {r['provider']} on {r['gpu']}: "
-            f"{r['from_version']} → {r['to_version']}"
+            f"#{rank} {r['kernel']} · {r['pass']} · {r['provider']} on {r['gpu']}: {step_label(r)}"
         )
         meta = (
             f"median change {fmt_change(_num(r['median_change']))}, worst "
@@ -249,16 +317,16 @@ def _chart(chart_id: str, spec: dict[str, Any]) -> Html:
     )
 
 
-def speedup_section(data: ReportData, limit: int) -> Html:
-    if data.speedups.height == 0:
+def speedup_section(g: Gathered, limit: int) -> Html:
+    if g.speedups.height == 0:
         return note("No partition has a Liger provider and a baseline at the same version.")
-    labels = data.speedups["row"].n_unique()
-    chart = _chart("c-speedup", charts.speedup_spec(data.speedups, max_rows=CHART_ROWS))
+    labels = g.speedups["row"].n_unique()
+    chart = _chart("c-speedup", charts.speedup_spec(g.speedups, max_rows=CHART_ROWS))
     if labels > CHART_ROWS:
         chart = chart + note(
             f"The chart shows the first {CHART_ROWS:,} of {labels:,} rows (by name)."
         )
-    flips, cap = _capped(data.flips, limit, "workloads below 1x")
+    flips, cap = _capped(g.flips, limit, "workloads below 1x")
     cols = (Column("kernel", key="kernel"), Column("pass"), Column("Liger provider"),
             Column("baseline"), Column("GPU"), Column("workload"), Column("version"),
             Column("Liger median (ns)", "right"), Column("baseline median (ns)", "right"),
@@ -271,30 +339,30 @@ def speedup_section(data: ReportData, limit: int) -> Html:
     )  # fmt: skip
     flip_table = table(cols, rows, id="flips-table", sortable=True, empty="no workload below 1×")
     return chart + Html(
-        f"<h3>Workloads where Liger is slower than a baseline ({data.flips.height:,})</h3>"
+        f"<h3>Workloads where Liger is slower than a baseline ({g.flips.height:,})</h3>"
         f'<div class="scroll">{flip_table}</div>{cap}'
     )
 
 
-def quality_section(data: ReportData, limit: int) -> Html:
+def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
     rejects = table(
         (Column("problem"), Column("documents", "right"), Column("example reason"),
          Column("example source"), Column("JSON path")),
         ([r["problem"], r["documents"], r["example"], r["source"], r["json_path"]]
-         for r in data.rejects.head(limit).iter_rows(named=True)),
+         for r in quality.rejects.head(limit).iter_rows(named=True)),
         empty="no document was rejected",
     )  # fmt: skip
     warnings = table(
         (Column("kind"), Column("runs", "right"), Column("example"), Column("example source")),
         ([r["kind"], r["runs"], r["example"], r["source"]]
-         for r in data.warnings.head(limit).iter_rows(named=True)),
+         for r in quality.warnings.head(limit).iter_rows(named=True)),
         empty="no warnings",
     )  # fmt: skip
     spread = table(
         (Column("GPU"), Column("latency runs", "right"), Column("p20 = p80", "right"),
          Column("no p20/p80", "right")),
         ([r["gpu"], r["runs"], _pct(r["zero_spread"]), _pct(r["no_spread"])]
-         for r in data.spread.iter_rows(named=True)),
+         for r in g.spread.iter_rows(named=True)),
         empty="no latency runs",
     )  # fmt: skip
     versions = table(
@@ -302,11 +370,11 @@ def quality_section(data: ReportData, limit: int) -> Html:
          Column("first observed")),
         ([r["liger_version"], r["version_rank"],
           "PEP 440" if r["version_kind"] == "pep440" else Html('<span class="bad">not PEP 440</span>'),
-          r["runs"], str(r["first_observed_at"])] for r in data.versions.iter_rows(named=True)),
+          r["runs"], str(r["first_observed_at"])] for r in g.versions.iter_rows(named=True)),
     )  # fmt: skip
     conflicts = table(
         (Column("kind"), Column("detail"), Column("source")),
-        ([r["kind"], r["detail"], r["source"]] for r in data.conflicts.head(limit).iter_rows(named=True)),
+        ([r["kind"], r["detail"], r["source"]] for r in quality.conflicts.head(limit).iter_rows(named=True)),
         empty="no digest conflicts",
     )  # fmt: skip
     spread_note = note(
@@ -327,49 +395,53 @@ def quality_section(data: ReportData, limit: int) -> Html:
     )  # fmt: skip
 
 
-def provenance(data: ReportData, options: ReportOptions, database: str) -> Html:
+def provenance(data: ReportData) -> Html:
+    options = data.options
     items: list[tuple[str, object]] = [
         ("kiana version", __version__),
         ("generated at (UTC)", data.generated_at.isoformat()),
         ("command line", options.command_line or "(Python API)"),
-        ("database", database),
+        ("database", data.database),
     ]
-    items += [(f"judge: {k}", v) for k, v in options.settings.items()]
+    items += [(f"judge: {k}", v) for k, v in dataclasses.asdict(data.judge_options).items()]
     loads = table(
         (Column("load"), Column("started"), Column("kiana"), Column("inputs"),
          Column("read", "right"), Column("loaded", "right"), Column("already present", "right"),
          Column("rejected", "right"), Column("warned", "right")),
         ([r["load_id"], str(r["started_at"]), r["kiana_version"], r["inputs"], r["read"],
           r["loaded"], r["already_present"], r["rejected"], r["warned"]]
-         for r in data.loads.iter_rows(named=True)),
+         for r in data.quality.loads.iter_rows(named=True)),
     )  # fmt: skip
     return Html(f"{definition_list(items)}<h3>Loads</h3>{loads}")
 
 
-def render(data: ReportData, options: ReportOptions, *, database: str = "in memory") -> str:
-    """The whole page as one string."""
-    charted = {int(r) for r in data.charted["rank"].to_list()} if data.charted.height else set()
+def render(data: ReportData) -> str:
+    """The whole page as one string: a function of ``data`` alone."""
+    g = gather(data)
+    options, rows = data.options, data.options.table_rows
+    charted = {int(r) for r in g.charted["rank"].to_list()} if g.charted.height else set()
     sections: list[tuple[str, Callable[[], Html], str | None]] = [
-        ("summary", lambda: summary(data), None),
-        ("findings", lambda: findings_table(data.findings, charted, table_id="findings-table",
-                                            limit=options.table_rows),
+        ("summary", lambda: summary(g), None),
+        ("findings", lambda: findings_table(g.findings, charted, table_id="findings-table",
+                                            limit=rows),
          "One row per kernel, timed pass, provider, GPU and pair of Liger versions, over its "
          "workload sweep; change is the relative change of the median latency (+ = slower). "
          "Click a column to sort; pick values to filter."),
-        ("charts", lambda: chart_cards(data, options),
-         f"Charts for the {data.charted.height} most important findings (not 'unchanged')."),
-        ("speedup", lambda: speedup_section(data, options.table_rows),
+        ("charts", lambda: chart_cards(g, data.judge_options.threshold),
+         f"Charts for the {g.charted.height} most important findings (not 'unchanged')."),
+        ("speedup", lambda: speedup_section(g, rows),
          "Baseline median / Liger median at the newest version measured in each partition, "
          "geometric mean over the workload sweep: above 1× Liger is faster; red cells and the "
          "table below are where it is slower than a same-run baseline."),
-        ("memory", lambda: memory_section(data, charted, options.table_rows),
+        ("memory", lambda: memory_section(g, charted, rows),
          "Peak memory (MB), judged apart from latency."),
-        ("quality", lambda: quality_section(data, options.table_rows), None),
-        ("provenance", lambda: provenance(data, options, database), None),
+        ("quality", lambda: quality_section(g, data.quality, rows), None),
+        ("provenance", lambda: provenance(data), None),
     ]  # fmt: skip
     titles = dict(SECTIONS)
     body = join(*(section(key, titles[key], build(), intro) for key, build, intro in sections))
     nav = "".join(f'<a href="#{key}">{esc(title)}</a>' for key, title in SECTIONS)
+    covered = coverage_line(data)
     bundle = assets.vega_bundle()
     csp = assets.content_security_policy([bundle, assets.SCRIPT])
     return (
@@ -379,7 +451,9 @@ def render(data: ReportData, options: ReportOptions, *, database: str = "in memo
         f"<title>{esc(options.title)}</title><style>{assets.STYLE}</style></head><body>"
         f"<header><h1>{esc(options.title)}: did a Liger kernel get slower?</h1>"
         f'<div class="headline">{esc(headline(data))}</div>'
-        f'<div class="sub">kiana {esc(__version__)} · generated {esc(data.generated_at.isoformat())}'
-        f" · {esc(database)}</div></header><nav>{nav}</nav><main>{body}</main>"
+        + (f'<div class="coverage">{esc(covered)}</div>' if covered else "")
+        + f'<div class="sub">kiana {esc(__version__)} · generated '
+        f"{esc(data.generated_at.isoformat())} · {esc(data.database)}</div></header>"
+        f"<nav>{nav}</nav><main>{body}</main>"
         f"<script>{bundle}</script><script>{assets.SCRIPT}</script></body></html>\n"
     )
