@@ -180,7 +180,7 @@ def _cases(truth: pl.DataFrame) -> dict[str, int]:
         "sweep-wide 3% regression": sweep & steps & reg & ((change - 0.03).abs() < 1e-9),
         "sweep-wide 4-5% regression": sweep & steps & reg & change.is_between(0.04, 0.05),
         "sweep-wide >=5% regression": sweep & steps & reg & (change > 0.05),
-        "one-workload regression": ~sweep & reg & change.is_between(0.2, 0.4 * 1.15),
+        "one-workload regression": ~sweep & reg & change.is_between(0.2, 0.4),
         "improvement": imp,
         "same-label change": ~steps & (reg | imp),
         "conflict": pl.col("effect") == "conflict",

@@ -242,8 +242,8 @@ class _Planner:
         note = f"Liger {label} #{number} ({len(indices)} GPU(s)), {scope}"
         for index in indices:
             local = size
-            if kind in ("large", "workload"):
-                local = max(size * rng.uniform(0.85, 1.15), config.min_change)
+            if kind == "large":  # each GPU its own size, never under 5% nor the noise floor
+                local = max(size * rng.uniform(0.85, 1.15), config.min_change, 0.05)
                 local = max(local, config.min_noise_multiple * self.groups[index].liger_spread())
             change = round(local if effect == "regression" else -min(local, 0.9), 4)
             self.groups[index].changes.append(Change((step, 0), 1 + change, "liger", workload))
