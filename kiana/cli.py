@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from kiana import __version__
+from kiana._version import __version__
 from kiana.errors import KianaError
 
 #: Subcommand name -> module under kiana.commands, in the order --help lists them.
