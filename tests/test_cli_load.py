@@ -74,3 +74,45 @@ def test_help_does_not_import_heavy_packages() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_partitions_of_memory_or_a_foreign_database_is_a_clear_error(tmp_path: Path) -> None:
+    import duckdb
+
+    duckdb.connect(str(tmp_path / "other.duckdb")).execute("CREATE TABLE t (x INT)").close()
+    for db in (":memory:", "other.duckdb"):
+        out = kiana("partitions", "--db", db, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert "Traceback" not in out.stderr and "hint:" in out.stderr
+
+
+def test_open_db_is_the_one_door(tmp_path: Path) -> None:
+    import argparse
+
+    import pytest
+
+    import kiana.load
+    from kiana.commands.common import open_db
+    from kiana.errors import DatabaseError
+
+    def args(db: str | None) -> argparse.Namespace:
+        return argparse.Namespace(db=db)
+
+    file = str(tmp_path / "k.duckdb")
+    for db in (":memory:", None):
+        with pytest.raises(DatabaseError, match="new, empty database"):
+            open_db(args(db), must_exist=True, read_only=True)
+        con = open_db(args(db), must_exist=False, read_only=True)  # schema, no runs
+        assert kiana.load.runs(con).height == 0
+        con.close()
+    for must_exist, read_only in ((True, True), (True, False), (False, True)):
+        with pytest.raises(DatabaseError, match="no such database"):
+            open_db(args(file), must_exist=must_exist, read_only=read_only)
+    con = open_db(args(file), must_exist=False, read_only=False)  # created, with the schema
+    kiana.load.load(con, [SEEDS])
+    con.close()
+    con = open_db(args(file), must_exist=True, read_only=True)
+    assert kiana.load.runs(con).height == 2
+    con.close()
+    with pytest.raises(DatabaseError, match="folder"):
+        open_db(args(str(tmp_path)), must_exist=True, read_only=True)

@@ -153,7 +153,7 @@ def test_batches_split_within_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_oversized_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sources, "MAX_DOCUMENT_BYTES", 4000)
-    monkeypatch.setattr(sources, "_BLOCK_BYTES", 1024)
+    monkeypatch.setattr(sources, "BLOCK_BYTES", 1024)
     path = tmp_path / "big.jsonl"
     path.write_text("\n".join([*_docs(0, 2), '{"pad": "' + "x" * 5000 + '"}', *_docs(2, 2)]))
     assert not _eligible(path)
@@ -185,13 +185,13 @@ def test_only_what_duckdb_cannot_take_is_read_by_python(
     (tmp_path / "6.jsonl").write_text("\n".join(_docs(5, 3)))
     (tmp_path / "7.jsonl").write_text("\n".join(_docs(8, 3)) + "\r\n")
     by_python: list[str] = []
-    original = sources._file_records
+    original = sources.file_records
 
     def spy(item: sources.InputFile) -> Any:
         by_python.append(os.path.basename(item.path))
         return original(item)
 
-    monkeypatch.setattr(sources, "_file_records", spy)
+    monkeypatch.setattr(sources, "file_records", spy)
     summary = kiana.load.load(kiana.load.connect(None), [tmp_path])
     assert (summary.read, summary.loaded, summary.rejected) == (11, 11, 0)
     # .json files stay with Python: DuckDB's read_blob took 1.3 s for 10k small files
@@ -202,10 +202,12 @@ def test_only_what_duckdb_cannot_take_is_read_by_python(
 def test_progress_counts_files_and_documents_read_by_duckdb(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text("\n".join(_docs(0, 4)))
     (tmp_path / "b.jsonl").write_text("\n".join(_docs(4, 3)))
-    calls: list[tuple[int, int]] = []
+    calls: list[tuple[int, int, int]] = []
     con = kiana.load.connect(None)
-    kiana.load.load(con, [tmp_path], progress=lambda files, docs: calls.append((files, docs)))
-    assert calls == [(1, 4), (2, 7)]
+    kiana.load.load(
+        con, [tmp_path], progress=lambda files, total, docs: calls.append((files, total, docs))
+    )
+    assert calls == [(1, 2, 4), (2, 2, 7)]
 
 
 def _eligible_reference(data: bytes, limit: int) -> bool:
@@ -247,6 +249,6 @@ def test_eligible_agrees_with_the_slow_reference(
     path.write_bytes(data)
     limit = 12
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sources, "_BLOCK_BYTES", block)  # boundaries everywhere
+        patch.setattr(sources, "BLOCK_BYTES", block)  # boundaries everywhere
         patch.setattr(sources, "MAX_DOCUMENT_BYTES", limit)
         assert _eligible(path) is _eligible_reference(data, limit)

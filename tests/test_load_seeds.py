@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import duckdb
+import pytest
 
 import kiana.load
+from kiana.errors import UsageError
 from tests.conftest import SEEDS
 
 
@@ -53,3 +55,23 @@ def test_nothing_in_a_document_is_dropped(con: duckdb.DuckDBPyConnection) -> Non
         ("NVIDIA A100 SXM4-80GB", "sm_80"),
         ("NVIDIA H100 80GB HBM3", "sm_90"),
     ]
+
+
+def test_runs_selects_only_the_named_columns(con: duckdb.DuckDBPyConnection) -> None:
+    kiana.load.load(con, [SEEDS])
+    frame = kiana.load.runs(con, ["median_ns", "kernel"], where="kernel = 'layer_norm'")
+    assert frame.columns == ["median_ns", "kernel"]
+    assert frame.rows() == [(178816, "layer_norm")]
+    assert kiana.load.runs(con).columns == list(kiana.load.RUNS_COLUMNS)
+
+
+def test_runs_names_unknown_columns(con: duckdb.DuckDBPyConnection) -> None:
+    with pytest.raises(UsageError, match="no runs column 'medain', 'gpu_name'") as info:
+        kiana.load.runs(con, ["kernel", "medain", "gpu_name"])
+    assert "median_ns" in str(info.value.hint)
+    with pytest.raises(UsageError, match="list of column names"):
+        kiana.load.runs(con, "kernel = 'x'")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="each column once"):
+        kiana.load.runs(con, ["kernel", "kernel"])
+    with pytest.raises(UsageError, match="each column once"):
+        kiana.load.runs(con, [])

@@ -1,5 +1,6 @@
-"""What several subcommands share: the --db option, opening an existing database, and
-argument types that turn bad values into argparse's own clear messages."""
+"""What several subcommands share: the --db option and :func:`open_db`, the one way a
+command opens its database, and argument types that turn bad values into argparse's
+own clear messages."""
 
 from __future__ import annotations
 
@@ -37,16 +38,42 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_existing(db: str) -> duckdb.DuckDBPyConnection:
-    """Open a database that ``kiana load`` made, read-only; a clear error if it is missing."""
+MEMORY = ":memory:"
+
+
+def open_db(
+    args: argparse.Namespace, *, must_exist: bool, read_only: bool
+) -> duckdb.DuckDBPyConnection:
+    """The database of ``--db`` (``args.db``), the one way every command opens it.
+
+    ``:memory:`` (or no ``--db`` at all) is a new, empty in-memory database.  A file is
+    opened read-only when ``read_only`` (then it must exist), and must exist when
+    ``must_exist`` (a command that reads what ``kiana load`` wrote); otherwise it is
+    created.  Every failure is a :class:`kiana.errors.DatabaseError` with a hint."""
     from pathlib import Path
 
     from kiana.errors import DatabaseError
     from kiana.load import connect
 
-    if db != ":memory:" and not Path(db).exists():
+    db: str | None = getattr(args, "db", None)
+    if db is None or db == MEMORY:
+        if must_exist:
+            raise DatabaseError(
+                "--db :memory: is a new, empty database: there is nothing to read",
+                hint="give the database file that `kiana load PATH --db FILE` wrote",
+            )
+        return connect(None)
+    if (must_exist or read_only) and not Path(db).exists():
         raise DatabaseError(f"{db}: no such database", hint="run `kiana load PATH --db FILE` first")
-    return connect(None if db == ":memory:" else db, read_only=True)
+    if Path(db).is_dir():
+        raise DatabaseError(f"{db}: is a folder, not a database file", hint="give a file name")
+    return connect(db, read_only=read_only)
+
+
+def open_existing(db: str) -> duckdb.DuckDBPyConnection:
+    """Deprecated: ``open_db(args, must_exist=True, read_only=True)``; kept until every
+    command has moved to :func:`open_db`."""
+    return open_db(argparse.Namespace(db=db), must_exist=True, read_only=True)
 
 
 def fraction(text: str) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kiana.commands.common import add_db_option
+from kiana.commands.common import add_db_option, open_db
 
 HELP = "export the tables to Parquet (runs partitioned by GPU and kernel) for other engines"
 
@@ -22,18 +22,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import time
-    from pathlib import Path
 
-    from kiana.errors import DatabaseError
     from kiana.export import export_parquet
-    from kiana.load import connect
 
-    if args.db == ":memory:" or not Path(args.db).exists():
-        raise DatabaseError(
-            f"{args.db}: no such database", hint="run `kiana load PATH --db FILE` first"
-        )
     started = time.monotonic()
-    con = connect(args.db, read_only=True)
+    con = open_db(args, must_exist=True, read_only=True)
     try:
         exported = export_parquet(con, args.parquet, overwrite=args.overwrite)
     finally:

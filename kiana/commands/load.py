@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from collections.abc import Callable
 
-from kiana.commands.common import add_db_option
+from kiana.commands.common import add_db_option, open_db
 
 HELP = "load kernelindex documents (files, folders, globs; .json, .jsonl, .gz) into DuckDB"
 
@@ -18,16 +21,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
 
 
+def progress_bar() -> Callable[[int, int, int], None] | None:
+    """A progress bar on stderr (files and documents so far), drawn from the first
+    second of a load on; None when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    started = time.monotonic()
+
+    def show(files_done: int, files: int, documents: int) -> None:
+        if time.monotonic() - started < 1.0:
+            return
+        width = 30
+        filled = width * files_done // max(files, 1)
+        sys.stderr.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {files_done}/{files} files, "
+            f"{documents:,} documents"
+        )
+        sys.stderr.flush()
+
+    return show
+
+
 def run(args: argparse.Namespace) -> int:
     from kiana.errors import StrictLoadError
-    from kiana.load import connect, load
+    from kiana.load import load
 
-    db = None if args.db == ":memory:" else args.db
-    con = connect(db)
+    con = open_db(args, must_exist=False, read_only=False)
+    bar = None if args.quiet else progress_bar()
     try:
-        summary = load(con, args.paths, progress=not args.quiet)
+        summary = load(con, args.paths, progress=bar)
     finally:
         con.close()
+        if bar is not None:
+            sys.stderr.write("\r\033[K")  # the bar's line, cleared
     if not args.quiet:
         rate = summary.read / summary.seconds if summary.seconds > 0 else 0.0
         print(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kiana.commands.common import add_db_option
+from kiana.commands.common import add_db_option, open_db
 
 HELP = "list comparability partitions (kernel, pass, workload, GPU) with providers and versions"
 
@@ -16,17 +16,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
-    from kiana.errors import DatabaseError
     from kiana.group import partitions
-    from kiana.load import connect
 
-    if args.db != ":memory:" and not Path(args.db).exists():
-        raise DatabaseError(
-            f"{args.db}: no such database", hint="run `kiana load PATH --db FILE` first"
-        )
-    con = connect(None if args.db == ":memory:" else args.db, read_only=True)
+    con = open_db(args, must_exist=True, read_only=True)
     try:
         frame = partitions(con)
     finally:

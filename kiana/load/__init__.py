@@ -10,28 +10,27 @@ the load; only unreadable paths (a missing file) raise before anything is writte
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 
-from kiana import __version__
-from kiana.errors import DatabaseError
-from kiana.load import sources
-from kiana.load.schema import ensure_schema
-from kiana.load.sources import Batch, batches, expand
+from kiana._version import __version__
+from kiana.errors import DatabaseError, UsageError
+from kiana.load import native, sources
+from kiana.load.schema import RUN_COLUMNS, check_schema, ensure_schema
+from kiana.load.sources import Batch, InputFile, expand
 from kiana.load.store import BatchCounts, laps, write_batch
 
-__all__ = ["LoadSummary", "connect", "load", "load_documents", "runs"]
+__all__ = ["RUNS_COLUMNS", "LoadSummary", "Progress", "connect", "load", "load_documents", "runs"]
 
 PathLike = str | os.PathLike[str]
 
@@ -52,10 +51,12 @@ class LoadSummary:
 
 
 def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (or create) a kiana database; ``None`` is an in-memory database."""
+    """Open (or create) a kiana database; ``None`` is a new in-memory database (never
+    read-only).  A database opened ``read_only`` must be one kiana wrote."""
     target = ":memory:" if db is None else os.fspath(db)
+    read_only = read_only and db is not None
     try:
-        con = duckdb.connect(target, read_only=read_only and db is not None)
+        con = duckdb.connect(target, read_only=read_only)
     except duckdb.IOException as exc:
         text = str(exc)
         if "lock" in text.lower():
@@ -72,12 +73,17 @@ def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.Du
             f"{target}: not a usable DuckDB database ({exc})", hint="give a new --db file name"
         ) from exc
     con.execute("SET preserve_insertion_order = false")
-    if not read_only:
-        ensure_schema(con)
+    try:
+        (check_schema if read_only else ensure_schema)(con)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
-Progress = Callable[[int, int], None]
+#: Called after each batch with the files done, the files in all and the documents
+#: read so far (``kiana load`` draws its progress bar with it).
+Progress = Callable[[int, int, int], None]
 
 #: One load at a time in this process.  Another process cannot open the database file
 #: while a load holds it (DuckDB's file lock); two connections of one process can, and
@@ -86,38 +92,30 @@ Progress = Callable[[int, int], None]
 _ONE_LOAD = threading.Lock()
 
 
-def _terminal_progress(total_files: int) -> Progress | None:
-    if not sys.stderr.isatty():
-        return None
-    started = time.monotonic()
-
-    def show(files_done: int, documents: int) -> None:
-        if time.monotonic() - started < 1.0:
-            return
-        width = 30
-        filled = width * files_done // max(total_files, 1)
-        sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {files_done}/{total_files} files, "
-            f"{documents:,} documents"
-        )
-        sys.stderr.flush()
-
-    return show
-
-
 def load(
     con: duckdb.DuckDBPyConnection,
     paths: Sequence[PathLike],
     *,
-    progress: bool | Progress = False,
+    progress: Progress | None = None,
 ) -> LoadSummary:
-    """Load every document under ``paths`` (files, folders, globs) in one transaction."""
+    """Load every document under ``paths`` (files, folders, globs) in one transaction;
+    ``progress`` is called after each batch (see :data:`Progress`)."""
     started = time.monotonic()
     files = expand(paths)
-    report = _terminal_progress(len(files)) if progress is True else (progress or None)
     return _load_batches(
-        con, batches(files, con), [os.fspath(p) for p in paths], len(files), started, report
+        con, _read(con, files), [os.fspath(p) for p in paths], len(files), started, progress
     )
+
+
+def _read(con: duckdb.DuckDBPyConnection, files: Iterable[InputFile]) -> Iterator[Batch]:
+    """Every record of every file, in bounded batches: DuckDB reads the plain JSONL
+    files that :func:`kiana.load.native.eligible` passes, Python every other file."""
+    for direct, group in itertools.groupby(files, native.eligible):
+        if direct:
+            for item in group:
+                yield from native.file_batches(con, item)
+        else:
+            yield from sources.batches(group)
 
 
 def load_documents(
@@ -172,7 +170,7 @@ def _load_batches(
                     setattr(total, name, getattr(total, name) + getattr(counts, name))
                 if report:
                     done_files.update(batch.sources())
-                    report(len(done_files), total.read)
+                    report(len(done_files), files, total.read)
             con.execute(
                 "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
@@ -209,9 +207,6 @@ def _load_batches(
                     hint="free disk space or memory and load again; nothing was written",
                 ) from exc
             raise
-        finally:
-            if report and sys.stderr.isatty():
-                sys.stderr.write("\r\033[K")
         return LoadSummary(
             load_id=int(load_id),
             read=total.read,
@@ -225,14 +220,41 @@ def _load_batches(
         )
 
 
-def runs(con: duckdb.DuckDBPyConnection, where: str | None = None) -> pl.DataFrame:
-    """The ``runs`` table as a polars DataFrame (optionally filtered by a SQL condition)."""
-    query = "SELECT * FROM runs" + (f" WHERE {where}" if where else "")
+#: The columns of the ``runs`` table, in its order.
+RUNS_COLUMNS: tuple[str, ...] = tuple(name for name, _ in RUN_COLUMNS)
+
+
+def runs(
+    con: duckdb.DuckDBPyConnection,
+    columns: Sequence[str] | None = None,
+    where: str | None = None,
+) -> pl.DataFrame:
+    """The ``runs`` table as a polars DataFrame, one row per run in series order
+    (partition, provider, time): every column, or only ``columns`` (names of
+    :data:`RUNS_COLUMNS`, in the order given), optionally filtered by ``where``
+    (a SQL condition over the runs columns)."""
+    if isinstance(columns, str):
+        raise UsageError(
+            f"runs(columns={columns!r}): columns is a list of column names",
+            hint="give a list, e.g. columns=['kernel', 'median']; a condition goes in where=",
+        )
+    if columns is None:
+        select = "*"
+    else:
+        unknown = [c for c in columns if c not in RUNS_COLUMNS]
+        if unknown:
+            raise UsageError(
+                f"no runs column {', '.join(map(repr, unknown))}",
+                hint=f"the runs columns are: {', '.join(RUNS_COLUMNS)}",
+            )
+        if not columns or len(set(columns)) < len(columns):
+            raise UsageError(
+                f"runs(columns={list(columns)!r}): name each column once, at least one",
+                hint=f"the runs columns are: {', '.join(RUNS_COLUMNS)}",
+            )
+        select = ", ".join(f'"{c}"' for c in columns)
+    query = f"SELECT {select} FROM runs" + (f" WHERE {where}" if where else "")
     frame: pl.DataFrame = con.sql(
         query + " ORDER BY partition_id, provider, observed_at, run_id"
     ).pl()
     return frame
-
-
-def database_path(db: PathLike | None) -> Path | None:
-    return None if db is None else Path(db)

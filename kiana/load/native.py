@@ -16,7 +16,7 @@ readers could differ occurs:
   Python keeps it in the text and its excerpts);
 * an empty line (DuckDB skips it, so the line numbers would shift; a line of spaces is
   kept by both and dropped here as Python drops it);
-* a line over :data:`~kiana.load.sources.MAX_DOCUMENT_BYTES` (Python rejects it);
+* a line over :data:`~kiana.load.validate.MAX_DOCUMENT_BYTES` (Python rejects it);
 * NUL, the delimiter ``\\x01`` or the null string ``\\x02`` anywhere;
 * no document at all (Python rejects the empty file).
 
@@ -76,7 +76,7 @@ def eligible(item: InputFile) -> bool:
     content = False
     try:
         with open(item.path, "rb") as handle:
-            while block := handle.read(sources._BLOCK_BYTES):
+            while block := handle.read(sources.BLOCK_BYTES):
                 if any(bad in block for bad in _FORBIDDEN):
                     return False
                 plain = block.isascii()

@@ -94,15 +94,32 @@ CREATE TABLE IF NOT EXISTS warnings (
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the tables if they are missing; refuse a database of another schema."""
+    con.execute(DDL)
+    if _schema_version(con) is None:
+        con.execute("INSERT INTO kiana_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    check_schema(con)
+
+
+def check_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Refuse a database that kiana did not write, or wrote with another schema."""
     from kiana.errors import DatabaseError
 
-    con.execute(DDL)
-    rows = con.execute("SELECT value FROM kiana_meta WHERE key = 'schema_version'").fetchall()
-    row = rows[0] if rows else None
-    if row is None:
-        con.execute("INSERT INTO kiana_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-    elif row[0] != str(SCHEMA_VERSION):
+    version = _schema_version(con)
+    if version is None:
         raise DatabaseError(
-            f"this database has kiana schema version {row[0]}, this kiana writes {SCHEMA_VERSION}",
+            "not a kiana database (it has no kiana_meta table)",
+            hint="give a database file written by `kiana load`",
+        )
+    if version != str(SCHEMA_VERSION):
+        raise DatabaseError(
+            f"this database has kiana schema version {version}, this kiana writes {SCHEMA_VERSION}",
             hint="load the documents into a new database file (--db NEW.duckdb)",
         )
+
+
+def _schema_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    try:
+        rows = con.execute("SELECT value FROM kiana_meta WHERE key = 'schema_version'").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return str(rows[0][0]) if rows else None

@@ -22,26 +22,37 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Literal
+from typing import IO, Literal
 
 import pyarrow as pa
 
 from kiana.errors import InputError
+from kiana.load.validate import MAX_DOCUMENT_BYTES
 
-if TYPE_CHECKING:
-    import duckdb
+__all__ = [
+    "BATCH_BYTES",
+    "BATCH_RECORDS",
+    "BLOCK_BYTES",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_JSON_FILE_BYTES",
+    "Batch",
+    "InputFile",
+    "Record",
+    "batches",
+    "classify",
+    "expand",
+    "file_records",
+]
 
 Kind = Literal["json", "jsonl"]
 
-#: A single document (a JSONL line, or one .json file) larger than this is rejected.
-MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 #: A whole .json file (possibly an array of documents) larger than this is rejected:
 #: such corpora should be JSONL, which streams.
 MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
 BATCH_RECORDS = 32_000
 BATCH_BYTES = 48 * 1024 * 1024
 #: JSONL files are read in blocks of about this size, cut at the last newline.
-_BLOCK_BYTES = 4 * 1024 * 1024
+BLOCK_BYTES = 4 * 1024 * 1024
 
 _SUFFIXES: dict[str, Kind] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _GLOB_CHARS = set("*?[")
@@ -303,7 +314,7 @@ def _jsonl_records(item: InputFile, source: str) -> Iterator[Record]:
         pending = b""  # the start of a line whose end is not read yet
         skipping = False  # inside an oversized line
         while True:
-            block = handle.read(_BLOCK_BYTES)
+            block = handle.read(BLOCK_BYTES)
             if not block:
                 break
             if skipping:
@@ -337,7 +348,8 @@ def _jsonl_records(item: InputFile, source: str) -> Iterator[Record]:
         yield source, None, None, "empty file: no document in it"
 
 
-def _file_records(item: InputFile) -> Iterator[Record]:
+def file_records(item: InputFile) -> Iterator[Record]:
+    """The records of one file, read by Python (any kind, gzip or not)."""
     source = str(item.path)
     try:
         if item.kind == "json":
@@ -352,22 +364,12 @@ def _file_records(item: InputFile) -> Iterator[Record]:
         ) from exc
 
 
-def batches(
-    files: Iterable[InputFile], con: duckdb.DuckDBPyConnection | None = None
-) -> Iterator[Batch]:
-    """Every record of every file, in bounded batches.  Given a connection, DuckDB
-    reads the plain JSONL files that :func:`kiana.load.native.eligible` passes."""
-    from kiana.load import native
-
+def batches(files: Iterable[InputFile]) -> Iterator[Batch]:
+    """Every record of every file, read by Python, in bounded batches (records of
+    consecutive files share a batch)."""
     batch = Batch()
     for item in files:
-        if con is not None and native.eligible(item):
-            if len(batch):
-                yield batch
-                batch = Batch()
-            yield from native.file_batches(con, item)
-            continue
-        for source, line, text, problem in _file_records(item):
+        for source, line, text, problem in file_records(item):
             batch.add(source, line, text, problem)
             if len(batch) >= BATCH_RECORDS or batch.nbytes >= BATCH_BYTES:
                 yield batch
