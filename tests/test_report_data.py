@@ -4,9 +4,9 @@ findings, the judge's coverage and the sessions of a step when the judgement has
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from types import SimpleNamespace
+from typing import cast
 
 import duckdb
 import polars as pl
@@ -15,9 +15,10 @@ import pytest
 from kiana.errors import DatabaseError
 from kiana.load import quality
 from kiana.report import ReportData, coverage_line, headline, render
-from kiana.report.data import gather
+from kiana.report.data import coverage, gather, not_judged
 from kiana.report.page import step_label
 from kiana.stats import Judgement
+from kiana.stats.coverage import Coverage
 from tests.test_report_helpers import (
     NOW,
     sample_database,
@@ -26,21 +27,19 @@ from tests.test_report_helpers import (
     sample_steps,
 )
 
-COVERAGE = {"series": 1112, "compared": 30, "not_compared": {"one session only": 1050,
-            "no_workload_in_common": 32, "unused": 0}}  # fmt: skip
+COVERAGE = Coverage(series=1112, compared=30, partitions=400, partitions_compared=12,
+                    liger_series=600, liger_compared=20,
+                    not_compared={"one session only": 1050, "no_passed_run": 32,
+                                  "conflicting sessions": 0})  # fmt: skip
+NO_COVERAGE = Coverage(0, 0, 0, 0, 0, 0)
 
 
-@dataclass(frozen=True)
-class _Covered(Judgement):
-    """A judgement with the coverage the judge is gaining (works before and after)."""
-
-    coverage: dict[str, Any] = field(default_factory=lambda: COVERAGE)
-
-
-def _judgement(steps: pl.DataFrame, findings: pl.DataFrame, covered: bool = False) -> Judgement:
-    kind = _Covered if covered else Judgement
-    return kind(steps=steps, findings=findings, changepoints=pl.DataFrame(),
-                versions=pl.DataFrame(), runs_judged=0)  # fmt: skip
+def _judgement(
+    steps: pl.DataFrame, findings: pl.DataFrame, coverage: Coverage = NO_COVERAGE
+) -> Judgement:
+    return Judgement(steps=steps, findings=findings, changepoints=pl.DataFrame(),
+                     versions=pl.DataFrame(), runs_judged=0, coverage=coverage,
+                     quality=pl.DataFrame())  # fmt: skip
 
 
 def _data(covered: bool = False, sessions: bool = False) -> ReportData:
@@ -49,7 +48,8 @@ def _data(covered: bool = False, sessions: bool = False) -> ReportData:
         days = {"from_session": "0.5.10@2026-06-16T09:30:00", "to_session": "2026-07-05 s2"}
         steps = steps.with_columns(pl.lit(v).alias(k) for k, v in days.items())
         findings = findings.with_columns(pl.lit(v).alias(k) for k, v in days.items())
-    return ReportData(sample_runs(), _judgement(steps, findings, covered), generated_at=NOW)
+    coverage = COVERAGE if covered else NO_COVERAGE
+    return ReportData(sample_runs(), _judgement(steps, findings, coverage), generated_at=NOW)
 
 
 def test_render_needs_no_database() -> None:
@@ -68,15 +68,24 @@ def test_headline_counts_findings_by_verdict() -> None:
 
 
 def test_coverage_is_shown_when_the_judgement_has_it() -> None:
-    assert coverage_line(_data()) is None
     line = coverage_line(_data(covered=True))
     assert line == (
-        "compared 30 of 1,112 series; not compared: 1,050 with one session only, "
-        "32 with no workload in common"
+        "compared 30 of 1,112 series (12 of 400 partitions); not compared: "
+        "1,050 with one session only, 32 with no passed run"
     )
     page = render(_data(covered=True))
     assert f'<div class="coverage">{line}</div>' in page
     assert "Coverage: compared 30 of 1,112 series" in page
+
+
+def test_coverage_read_defensively() -> None:
+    """A dict or an object with to_dict(); nothing (or no counts) gives no line."""
+    plain = {"series": 3, "compared": 1, "not_compared": {"with one session only": 2}}
+    assert coverage(cast("Judgement", SimpleNamespace(coverage=plain))) == plain
+    assert coverage(cast("Judgement", SimpleNamespace(coverage=COVERAGE))) == COVERAGE.to_dict()
+    assert coverage(cast("Judgement", SimpleNamespace())) is None
+    assert coverage(cast("Judgement", SimpleNamespace(coverage={"series": 3}))) is None
+    assert not_judged(cast("Judgement", SimpleNamespace())).height == 0
 
 
 def test_steps_between_sessions_show_their_dates() -> None:

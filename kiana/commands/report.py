@@ -59,15 +59,17 @@ def collect(
     *,
     generated_at: datetime | None = None,
 ) -> ReportData:
-    """The report's pipeline: the runs of the database behind ``con``, judged with
+    """The report's pipeline: the runs of the database behind ``con`` (the columns the
+    judge reads, with their origin: the runs ``kiana regressions`` judges), judged with
     ``judge_options``, and its data quality, as the :class:`ReportData` that
     ``kiana.report.render`` turns into the page."""
-    from kiana import load, stats
+    from kiana import stats
     from kiana.load import quality
+    from kiana.load.judged import judged_runs
     from kiana.report import ReportData, ReportOptions
 
     judge_options = judge_options or stats.JudgeOptions()
-    runs = load.runs(con)
+    runs = judged_runs(con)
     return ReportData(
         runs=runs,
         judgement=stats.judge(runs, judge_options),

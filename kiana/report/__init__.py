@@ -3,7 +3,7 @@
 Rendering is a function of its data.  Whoever calls it gathers the data (the CLI in
 ``kiana.commands.report.collect``; in a notebook)::
 
-    runs = kiana.runs(con)
+    runs = kiana.load.judged.judged_runs(con)      # or kiana.runs(con)
     judgement = kiana.judge(runs, options)
     data = kiana.report.ReportData(
         runs, judgement, options, quality=kiana.load.quality.collect(con)

@@ -40,9 +40,9 @@ class ReportOptions:
 class ReportData:
     """Everything the page shows: :func:`kiana.report.render` is a function of it.
 
-    ``runs`` is ``kiana.load.runs(con)``, ``judgement`` is ``kiana.stats.judge(runs,
-    judge_options)`` (the options are shown on the page, and their threshold drawn on
-    the charts), ``quality`` is ``kiana.load.quality.collect(con)`` (empty by default),
+    ``runs`` is ``kiana.load.judged.judged_runs(con)`` (or ``kiana.load.runs(con)``),
+    ``judgement`` is ``kiana.stats.judge(runs, judge_options)`` (the options are shown
+    on the page, and their threshold drawn on the charts), ``quality`` is ``kiana.load.quality.collect(con)`` (empty by default),
     ``database`` names where the runs came from, ``generated_at`` is the page's time."""
 
     runs: pl.DataFrame
@@ -70,6 +70,7 @@ class Gathered:
     flips: pl.DataFrame  # speedup pairs below 1x
     spread: pl.DataFrame  # per GPU: runs, zero spread, no spread
     coverage: dict[str, Any] | None  # judgement.coverage, when the judge gives one
+    not_judged: pl.DataFrame  # judgement.quality: sessions not judged, and why
 
 
 def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
@@ -106,14 +107,24 @@ def verdict_counts(findings: pl.DataFrame) -> dict[str, int]:
 
 
 def coverage(judgement: Judgement) -> dict[str, Any] | None:
-    """The judgement's ``coverage`` (series, compared, not_compared by reason), or None
-    when the judge gives none or it lacks the two counts."""
-    found = getattr(judgement, "coverage", None)
+    """The judgement's ``coverage`` as a dict (``series``, ``compared``, ``not_compared``
+    by reason, ``partitions``...), or None when the judge gives none or it lacks the
+    two counts."""
+    found: Any = getattr(judgement, "coverage", None)
+    if found is not None and not isinstance(found, dict) and hasattr(found, "to_dict"):
+        found = found.to_dict()
     if not isinstance(found, dict):
         return None
     if not all(isinstance(found.get(k), int) for k in ("series", "compared")):
         return None
     return found
+
+
+def not_judged(judgement: Judgement) -> pl.DataFrame:
+    """The judgement's data-quality entries (sessions not judged, and why), when it has
+    them; an empty frame otherwise."""
+    found = getattr(judgement, "quality", None)
+    return found if isinstance(found, pl.DataFrame) else pl.DataFrame()
 
 
 def gather(data: ReportData) -> Gathered:
@@ -161,6 +172,7 @@ def gather(data: ReportData) -> Gathered:
         flips=pairs.filter(pl.col("speedup") < 1).sort("speedup"),
         spread=_spread(passed),
         coverage=coverage(data.judgement),
+        not_judged=not_judged(data.judgement),
     )
 
 

@@ -114,6 +114,9 @@ def _coverage_text(coverage: Mapping[str, Any] | None) -> str | None:
     if coverage is None:
         return None
     text = f"compared {coverage['compared']:,} of {coverage['series']:,} series"
+    partitions, compared = coverage.get("partitions"), coverage.get("partitions_compared")
+    if isinstance(partitions, int) and isinstance(compared, int):
+        text += f" ({compared:,} of {partitions:,} partitions)"
     reasons = coverage.get("not_compared")
     if isinstance(reasons, Mapping):
         counted = sorted(
@@ -372,6 +375,7 @@ def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
           "PEP 440" if r["version_kind"] == "pep440" else Html('<span class="bad">not PEP 440</span>'),
           r["runs"], str(r["first_observed_at"])] for r in g.versions.iter_rows(named=True)),
     )  # fmt: skip
+    sessions = _not_judged_table(g.not_judged, limit)
     conflicts = table(
         (Column("kind"), Column("detail"), Column("source")),
         ([r["kind"], r["detail"], r["source"]] for r in quality.conflicts.head(limit).iter_rows(named=True)),
@@ -391,8 +395,31 @@ def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
         f"<h3>Spread (p20–p80) per GPU</h3>{spread_note}{spread}"
         f"<h3>Liger versions, in kiana's order</h3>{versions_note}"
         f'<div class="scroll">{versions}</div>'
+        f"<h3>Sessions not judged ({g.not_judged.height:,})</h3>{sessions}"
         f"<h3>Digest conflicts</h3>{conflicts}"
     )  # fmt: skip
+
+
+NOT_JUDGED = (
+    ("kernel", "kernel"), ("pass", "pass"), ("provider", "provider"), ("GPU", "gpu"),
+    ("workload", "workload"), ("metric", "metric"), ("Liger version", "liger_version"),
+    ("session", "session"), ("runs", "runs"), ("max/min", "ratio"), ("why", "message"),
+)  # fmt: skip
+
+
+def _not_judged_table(frame: pl.DataFrame, limit: int) -> Html:
+    """Session points the judge left out (replicates that disagree far beyond their
+    noise), with the columns the judgement gives."""
+    shown, cap = _capped(frame, limit, "sessions not judged")
+    columns = [(title, name) for title, name in NOT_JUDGED if name in frame.columns]
+    right = {"runs", "ratio"}
+    body = table(
+        [Column(title, "right" if name in right else "left") for title, name in columns],
+        ([fmt_ratio(r[n]) if n == "ratio" else r[n] for _, n in columns]
+         for r in shown.iter_rows(named=True)),
+        empty="every session was judged",
+    )  # fmt: skip
+    return Html(f'<div class="scroll">{body}</div>{cap}')
 
 
 def provenance(data: ReportData) -> Html:
