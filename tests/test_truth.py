@@ -1,4 +1,8 @@
-"""``kiana regressions`` on the bundled data/ reproduces the generator's ground truth."""
+"""``kiana regressions --json`` on the bundled data/ reproduces the generator's ground truth.
+
+Findings are matched to truth rows by kernel, pass, provider, GPU, metric and the pair
+of sessions (``from_session``, ``to_session``), as in ``bench/detection.py``.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +18,12 @@ from kiana.generate import read_truth
 from tests.conftest import ROOT
 
 DATA = ROOT / "data"
+KEY = ["kernel", "pass", "provider", "gpu", "metric", "from_session", "to_session"]
+FLAGS = ["regression", "improvement"]
 
 
 @pytest.fixture(scope="module")
-def steps(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     db = tmp_path_factory.mktemp("truth") / "k.duckdb"
     load = subprocess.run(
         [sys.executable, "-m", "kiana", "load", str(DATA), "--db", str(db)],
@@ -34,7 +40,13 @@ def steps(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
         check=True,
         timeout=300,
     )
-    return pl.DataFrame(json.loads(out.stdout)["steps"], infer_schema_length=None)
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+@pytest.fixture(scope="module")
+def findings(judged: dict[str, Any]) -> pl.DataFrame:
+    return pl.DataFrame(judged["findings"], infer_schema_length=None)
 
 
 @pytest.fixture(scope="module")
@@ -42,49 +54,58 @@ def truth() -> pl.DataFrame:
     return read_truth(DATA / "generated" / "truth.csv")
 
 
-KEY = ["kernel", "pass", "provider", "gpu", "from_version", "to_version"]
-
-
-def _matching(steps: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
-    out = steps.filter(*(pl.col(k) == row[k] for k in KEY), pl.col("metric") == row["metric"])
-    if row["workload"]:
-        out = out.filter(pl.col("workload") == row["workload"])
-    return out
+def _matching(findings: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
+    return findings.filter(*(pl.col(k) == row[k] for k in KEY))
 
 
 def test_every_injected_regression_and_improvement_is_found(
-    steps: pl.DataFrame, truth: pl.DataFrame
+    findings: pl.DataFrame, truth: pl.DataFrame
 ) -> None:
-    effects = truth.filter(pl.col("effect").is_in(["regression", "improvement"]))
+    effects = truth.filter(pl.col("effect").is_in(FLAGS))
     assert effects.height > 0
+    assert (effects["from_version"] == effects["to_version"]).any(), "a same-label change"
     for row in effects.iter_rows(named=True):
-        found = _matching(steps, row)
-        assert found.height > 0, row
-        assert set(found["verdict"]) == {row["effect"]}, (row, found["verdict"].to_list())
+        found = _matching(findings, row)
+        assert found.height == 1, row
+        assert found["verdict"][0] == row["effect"], (row, found.row(0, named=True))
+        if row["workload"] is not None:
+            assert row["workload"] in found["workloads"][0].split(","), (row, found["workloads"])
 
 
 def test_environment_shifts_are_drift_not_regression(
-    steps: pl.DataFrame, truth: pl.DataFrame
+    findings: pl.DataFrame, truth: pl.DataFrame
 ) -> None:
-    shifts = truth.filter(pl.col("effect") == "drift", pl.col("provider").str.starts_with("liger"))
+    shifts = truth.filter(pl.col("effect") == "drift", pl.col("provider") == "liger")
     assert shifts.height > 0
     for row in shifts.iter_rows(named=True):
-        verdicts = set(_matching(steps, row)["verdict"])
-        assert "regression" not in verdicts and "improvement" not in verdicts, (row, verdicts)
-        assert "drift" in verdicts, (row, verdicts)
+        verdicts = set(_matching(findings, row)["verdict"])
+        assert verdicts == {"drift"}, (row, verdicts)
 
 
-def test_no_regression_where_none_was_injected(steps: pl.DataFrame, truth: pl.DataFrame) -> None:
-    injected = truth.filter(pl.col("effect") != "drift")
-    flagged = steps.filter(
-        pl.col("verdict") == "regression", pl.col("provider").str.starts_with("liger")
-    )
-    for row in flagged.iter_rows(named=True):
-        near = injected.filter(
-            pl.col("kernel") == row["kernel"],
-            pl.col("pass") == row["pass"],
-            pl.col("gpu") == row["gpu"],
-            pl.col("from_version").is_in([row["from_version"], row["to_version"]])
-            | pl.col("to_version").is_in([row["from_version"], row["to_version"]]),
+def test_conflicts_are_reported_not_judged(judged: dict[str, Any], truth: pl.DataFrame) -> None:
+    quality = pl.DataFrame(judged["quality"], infer_schema_length=None)
+    conflicts = truth.filter(pl.col("effect") == "conflict")
+    assert conflicts.height > 0
+    for row in conflicts.iter_rows(named=True):
+        hits = quality.filter(
+            pl.col("kind") == "conflict",
+            *(pl.col(k) == row[k] for k in ("kernel", "pass", "provider", "gpu", "metric")),
+            pl.col("session") == row["to_session"],
         )
-        assert near.height > 0, f"regression not in truth: {row}"
+        assert hits.height > 0, row
+
+
+def test_no_regression_where_none_was_injected(findings: pl.DataFrame, truth: pl.DataFrame) -> None:
+    effects = truth.filter(pl.col("effect").is_in(FLAGS)).select(KEY)
+    outliers = truth.filter(pl.col("effect") == "outlier")
+    touched = set(zip(outliers["kernel"], outliers["pass"], outliers["gpu"], outliers["to_session"], strict=True))  # fmt: skip
+    flagged = findings.filter(pl.col("verdict").is_in(FLAGS)).join(effects, on=KEY, how="anti")
+    for row in flagged.iter_rows(named=True):
+        ends = {(row["kernel"], row["pass"], row["gpu"], row[s]) for s in ("from_session", "to_session")}  # fmt: skip
+        assert ends & touched, f"{row['verdict']} not in truth: {row}"
+
+
+def test_coverage_counts_every_series(judged: dict[str, Any]) -> None:
+    coverage = judged["coverage"]
+    assert coverage["series"] >= coverage["compared"] > 0
+    assert coverage["series"] - coverage["compared"] == sum(coverage["not_compared"].values())
