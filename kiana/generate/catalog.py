@@ -4,7 +4,7 @@ Every number here is a rough, public-spec-level figure chosen so that generated
 latencies land where Liger's own benchmark CSVs put them (the two seeds included:
 LayerNorm backward, huggingface, H100 SXM, hidden 4096 x rows 4096 fp32 ~ 179 us;
 fused linear + CPO loss, full pass, A100 SXM4 ~ 77 ms).  Nothing here is random:
-the randomness lives in :mod:`kiana.generate.model`, seeded.
+the randomness lives in :mod:`kiana.generate.plan` and :mod:`kiana.generate.corpus`, seeded.
 """
 
 from __future__ import annotations

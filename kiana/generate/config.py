@@ -46,7 +46,7 @@ class CorpusConfig:
     sweep-wide effects, ``small_shift_share`` are small (half exactly ``min_change``,
     half 4-5%), the rest log-uniform in [max(5%, ``min_change``), ``max_change``] and
     raised to at least ``min_noise_multiple`` times the typical relative p20-p80 spread
-    of every series they touch.  Small shifts only go to series that quiet (a 3% shift
+    of every series they touch.  Small shifts only go to series quiet enough (a 3% shift
     is never planted where 3% is under twice the spread).  ``session_noise`` is the
     run-to-run noise of a median in units of the within-run sigma estimated from the
     spread; ``machine_noise`` the relative noise shared by one whole round of runs.
