@@ -214,6 +214,8 @@ def test_bundled_truth_file_holds_every_case() -> None:
         (["--versions", "0"], "cannot pick 0 Liger versions"),
         (["--sweep-size", "0"], "sweep_size"),
         (["--runs", "0"], "cannot size"),
+        (["--runs", "10000000000"], "cannot size"),
+        (["--versions", "99999999"], "cannot pick"),
         (["--gpus", "nvidia-b300"], "unknown GPU"),
         (["--kernels", "rms_norm", "rms_norm"], "kernels must be distinct"),
         (["--rerun-rate", "2"], "rerun_rate"),

@@ -205,13 +205,17 @@ RELEASES: tuple[tuple[str, datetime], ...] = tuple(
 SYNTHETIC_GAP = timedelta(days=14)
 
 
+#: The most versions :func:`liger_versions` makes up (a corpus per version is large).
+MAX_VERSIONS = 1000
+
+
 def liger_versions(count: int) -> tuple[str, ...]:
     """``count`` PEP 440 Liger versions in release order: the newest real releases, and
     when more are asked than exist, synthetic later ones (0.6.3, 0.6.4, ... 0.7.0 ...)."""
-    if count < 1:
+    if not 1 <= count <= MAX_VERSIONS:
         raise UsageError(
             f"cannot pick {count} Liger versions",
-            hint="ask for 1 or more versions (e.g. --versions 3), or name them",
+            hint=f"ask for 1 to {MAX_VERSIONS:,} versions (e.g. --versions 3), or name them",
         )
     real = [version for version, _ in RELEASES]
     if count <= len(real):

@@ -24,6 +24,9 @@ ALL_NVIDIA: tuple[str, ...] = (
     "nvidia-a100-sxm4-80gb", "nvidia-a100-sxm4-40gb", "nvidia-a10g",
 )  # fmt: skip
 
+#: The largest corpus :meth:`CorpusConfig.sized` plans (documents).
+MAX_RUNS = 50_000_000
+
 #: Seed of the bundled corpus (data/generated/), picked for a representative mix of effects.
 SEED_BUNDLED = 108
 
@@ -131,9 +134,10 @@ class CorpusConfig:
         """A config of about ``target_runs`` documents (10k, 100k, 1M...): more kernels,
         GPUs, sweep points and dtype variants first, then more versions (synthetic
         releases past the newest real one when needed)."""
-        if target_runs < 1:
+        if not 1 <= target_runs <= MAX_RUNS:
             raise UsageError(
-                f"cannot size a corpus of {target_runs} documents", hint="ask for --runs 1 or more"
+                f"cannot size a corpus of {target_runs:,} documents",
+                hint=f"ask for --runs 1 to {MAX_RUNS:,}",
             )
         ladder: list[dict[str, Any]] = [
             {"kernels": DEFAULT_KERNELS, "gpus": DEFAULT_GPUS, "sweep_size": 5, "dtypes": 1},
