@@ -61,7 +61,7 @@ METHODS = ("kiana", "asv 5%", "conbench z")
 FLAGS = ("regression", "improvement")
 
 
-def corpus_config(seed: int, sweep_size: int) -> CorpusConfig:
+def corpus_config(seed: int, sweep_size: int, **changes: float) -> CorpusConfig:
     """The default corpus with more of every case, so five seeds give enough of each."""
     return CorpusConfig(
         seed=seed,
@@ -70,6 +70,7 @@ def corpus_config(seed: int, sweep_size: int) -> CorpusConfig:
         improvement_rate=0.05,
         rerun_rate=0.05,
         conflict_rate=0.01,
+        **changes,  # type: ignore[arg-type]
     )
 
 
@@ -205,8 +206,8 @@ def contenders(frame: pl.DataFrame, labelled: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def one_corpus(seed: int, sweep_size: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    corpus = generate(corpus_config(seed, sweep_size))
+def one_corpus(seed: int, sweep_size: int, **changes: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+    corpus = generate(corpus_config(seed, sweep_size, **changes))
     with tempfile.TemporaryDirectory() as tmp:
         write_corpus(corpus, Path(tmp), layout="jsonl")
         con = connect(None)
@@ -317,9 +318,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--sweep-size", type=int, default=5)
+    parser.add_argument(
+        "--min-noise-multiple",
+        type=float,
+        default=2.0,
+        help="smallest effect in units of the spread (1.0 puts 3%% shifts on noisier series)",
+    )
+    parser.add_argument(
+        "--session-noise", type=float, default=0.5, help="run-to-run noise, in spread sigmas"
+    )
     parser.add_argument("--misses", action="store_true", help="list kiana's misses")
     args = parser.parse_args()
-    parts = [one_corpus(s, args.sweep_size) for s in args.seeds]
+    changes = {"min_noise_multiple": args.min_noise_multiple, "session_noise": args.session_noise}
+    parts = [one_corpus(s, args.sweep_size, **changes) for s in args.seeds]
     merged = pl.concat([p[0] for p in parts])
     conflicts = pl.concat([p[1] for p in parts])
     rows = table(merged, conflicts)
