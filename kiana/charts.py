@@ -1,19 +1,127 @@
-"""Kiana's charts for notebooks: the same Altair charts as the HTML report.
+"""Kiana's charts for notebooks: the HTML report's charts as Altair charts.
 
-Each takes the polars frames the API returns and gives an Altair chart::
+Each takes the polars frames the API returns and gives an Altair chart, made with
+Altair's ``from_dict`` from the very Vega-Lite spec the report draws
+(:mod:`kiana.report.charts`)::
 
-    runs = kiana.load.runs(con)
-    result = kiana.stats.judge(runs)
+    runs = kiana.runs(con)
+    result = kiana.judge(runs)
     row = result.findings.row(0, named=True)
     kiana.charts.finding(runs, result.steps, row)      # series + sweep side by side
     kiana.charts.series(runs, partition_id=..., step=("0.5.0", "0.6.0"))
     kiana.charts.sweep(result.steps, row)
     kiana.charts.speedup(runs)                          # Liger over its baselines
     kiana.charts.overview(result.findings)              # kernel x GPU heat map
+
+Altair is imported inside the functions, so ``import kiana.charts`` stays light.
 """
 
 from __future__ import annotations
 
-from kiana.report.charts import finding, overview, series, speedup, sweep, to_spec
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import polars as pl
+
+from kiana.report import frames
+from kiana.report.charts import overview_spec, series_spec, speedup_spec, sweep_spec
+from kiana.report.charts.spec import visible_strings
+
+if TYPE_CHECKING:
+    import altair as alt
 
 __all__ = ["finding", "overview", "series", "speedup", "sweep", "to_spec"]
+
+
+def _layer(spec: dict[str, Any]) -> alt.LayerChart:
+    import altair as alt
+
+    return alt.LayerChart.from_dict(spec)
+
+
+def series(
+    runs: pl.DataFrame,
+    *,
+    partition_id: str | None = None,
+    metric: str = "latency",
+    step: tuple[str, str] | None = None,
+    provider: str | None = None,
+    title: str | None = None,
+) -> alt.LayerChart:
+    """One partition across Liger versions: each provider's median as a line with its
+    p20–p80 band; Liger providers drawn thick, same-run baselines thin and dashed.
+    ``step=(from, to)`` shades the flagged step; ``provider`` is drawn first."""
+    spec = series_spec(
+        runs, partition_id=partition_id, metric=metric, step=step, provider=provider, title=title
+    )
+    return _layer(spec)
+
+
+def sweep(
+    steps: pl.DataFrame,
+    finding: Mapping[str, Any],
+    *,
+    threshold: float | None = None,
+    title: str | None = None,
+) -> alt.LayerChart:
+    """The change of one finding's step across its workload sweep: a bar per workload
+    coloured by verdict, the control (same-run baseline) change as a black tick."""
+    return _layer(sweep_spec(steps, finding, threshold=threshold, title=title))
+
+
+def finding(
+    runs: pl.DataFrame,
+    steps: pl.DataFrame,
+    row: Mapping[str, Any],
+    *,
+    threshold: float | None = None,
+) -> alt.HConcatChart:
+    """Both charts of one finding side by side (series of its worst workload, sweep)."""
+    import altair as alt
+
+    worst = frames.worst_step(steps, row)
+    left = series_spec(
+        runs,
+        partition_id=worst["partition_id"],
+        metric=str(row["metric"]),
+        step=(str(row["from_version"]), str(row["to_version"])),
+        provider=str(row["provider"]),
+        title=f"worst workload: {worst['workload']}",
+    )
+    right = sweep_spec(steps, row, threshold=threshold, title="change across the sweep")
+    # the pair holds the config; its charts may not
+    parts = [_layer({k: v for k, v in spec.items() if k != "config"}) for spec in (left, right)]
+    pair = alt.hconcat(*parts).resolve_scale(color="independent", strokeDash="independent")
+    return cast("alt.HConcatChart", pair)
+
+
+def speedup(
+    runs: pl.DataFrame, *, version: str | None = None, max_rows: int = 150
+) -> alt.LayerChart:
+    """Geometric-mean speedup of each Liger provider over each same-run baseline
+    (baseline median / Liger median, >1 = Liger faster) per kernel, pass and GPU at
+    the newest version measured (or ``version``).  Cells below 1× are red."""
+    summary = frames.speedup_summary(frames.speedup_frame(runs, version=version))
+    return _layer(speedup_spec(summary, max_rows=max_rows))
+
+
+def overview(frame: pl.DataFrame, *, value: str = "median_change") -> alt.LayerChart:
+    """A kernel · pass × GPU heat map of findings (or steps): the median change,
+    coloured red for slower and green for faster, for a release-wide look."""
+    return _layer(overview_spec(frame, value=value))
+
+
+def to_spec(chart: Any) -> dict[str, Any]:
+    """The Vega-Lite JSON of a chart, without re-validating it against the schema and
+    with inline data left inline (as the report's specs have it); every string (data, domains, titles) has direction overrides and invisible
+    characters shown as ``[U+XXXX]``, the same way in data and in sort orders."""
+    import altair as alt
+
+    # inline data stays inline, where the spec had it (not moved to named "datasets")
+    transformers = alt.data_transformers
+    consolidate, transformers.consolidate_datasets = transformers.consolidate_datasets, False
+    try:
+        spec: dict[str, Any] = visible_strings(chart.to_dict(validate=False))
+    finally:
+        transformers.consolidate_datasets = consolidate
+    return spec

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kiana.report import charts
+from kiana import charts
 from tests.test_report_helpers import (
     build_page,
     sample_database,

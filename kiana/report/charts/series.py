@@ -1,0 +1,113 @@
+"""The series chart: one partition across Liger versions, every provider's median as a
+line with its p20–p80 band; Liger providers thick, same-run baselines thin and dashed;
+the flagged step shaded."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import polars as pl
+
+from kiana.errors import UsageError
+from kiana.report import frames
+from kiana.report.charts.spec import LIGER, PROVIDER_COLORS, channel, condition, layered, titled
+
+
+class SeriesData(NamedTuple):
+    values: list[dict[str, Any]]
+    order: list[str]  # the versions, oldest first
+    providers: list[str]  # ``provider`` first
+    unit: str
+
+
+def series_data(
+    runs: pl.DataFrame, partition_id: str | None, metric: str, provider: str | None
+) -> SeriesData:
+    """The chart's rows (values scaled to a readable unit), versions and providers."""
+    data = frames.series_frame(runs, partition_id=partition_id, metric=metric)
+    if data.height == 0:
+        raise UsageError(
+            f"no passed {metric} runs for partition {partition_id!r}",
+            hint="pick a partition_id from the runs frame (runs['partition_id'].unique())",
+        )
+    order = frames.version_order(data)
+    unit, scale = frames.display_unit(metric, data["median"].max())
+    data = data.with_columns((pl.col(c) / scale) for c in ("median", "p20", "p80"))
+    providers = sorted(data["provider"].unique().to_list(), key=lambda p: (p != provider, p))
+    return SeriesData(frames.chart_values(data), order, providers, unit)
+
+
+def _if_liger(then: Any, otherwise: Any) -> dict[str, Any]:
+    return condition(f"datum.role == '{LIGER}'", then, otherwise)
+
+
+def series_spec(
+    runs: pl.DataFrame,
+    *,
+    partition_id: str | None = None,
+    metric: str = "latency",
+    step: tuple[str, str] | None = None,
+    provider: str | None = None,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """One partition across Liger versions (see the module docstring) as Vega-Lite JSON.
+    ``step=(from, to)`` shades the flagged step; ``provider`` is drawn first."""
+    values, order, providers, unit = series_data(runs, partition_id, metric, provider)
+    x = channel(
+        "liger_version", "ordinal", axis={"labelAngle": -40}, scale={"domain": order},
+        title="Liger version",
+    )  # fmt: skip
+    palette = {"domain": providers, "range": PROVIDER_COLORS[: max(1, len(providers))]}
+    color = channel("provider", "nominal", scale=palette, title="provider")
+    data = {"values": values}
+    band = {
+        "data": data,
+        "mark": {"type": "area", "opacity": 0.15},
+        "encoding": {
+            "color": color,
+            "x": x,
+            "y": channel("p20", "quantitative"),
+            "y2": {"field": "p80"},
+        },
+    }
+    tooltip = [
+        channel("provider", "nominal"),
+        channel("liger_version", "nominal", title="version"),
+        channel("median", "quantitative", format=",.4g", title=f"median ({unit})"),
+        channel("p20", "quantitative", format=",.4g"),
+        channel("p80", "quantitative", format=",.4g"),
+        channel("runs", "quantitative"),
+    ]
+    y = channel("median", "quantitative", scale={"zero": False}, title=f"median {metric} ({unit})")
+    line = {
+        "data": data,
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "color": color,
+            "strokeDash": _if_liger([1, 0], [5, 3]),
+            "strokeWidth": _if_liger(3, 1.5),
+            "tooltip": tooltip,
+            "x": x,
+            "y": y,
+        },
+    }
+    layers: list[dict[str, Any]] = []
+    if step is not None and step[0] in order and step[1] in order:
+        marked = {"values": [{"from": step[0], "to": step[1]}]}
+        layers.append({
+            "data": marked,
+            "mark": {"type": "rect", "color": "#cf222e", "opacity": 0.1},
+            "encoding": {
+                "x": channel("from", "ordinal", scale={"domain": order}),
+                "x2": {"field": "to"},
+            },
+        })  # fmt: skip
+        layers.append({
+            "data": marked,
+            "mark": {"type": "rule", "color": "#cf222e", "strokeDash": [4, 3]},
+            "encoding": {"x": channel("to", "ordinal", scale={"domain": order})},
+        })  # fmt: skip
+    if not layers:  # data that every layer shares goes to the top, as Altair puts it
+        del band["data"], line["data"]
+        return layered([band, line], data=data, height=230, **titled(title), width=440)
+    return layered([*layers, band, line], height=230, **titled(title), width=440)
