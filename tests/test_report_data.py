@@ -16,7 +16,7 @@ from kiana.errors import DatabaseError
 from kiana.load import quality
 from kiana.report import ReportData, coverage_line, headline, render
 from kiana.report.data import coverage, gather, not_judged
-from kiana.report.page import step_label
+from kiana.report.text import step_label
 from kiana.stats import Judgement
 from kiana.stats.coverage import Coverage
 from tests.test_report_helpers import (

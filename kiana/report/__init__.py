@@ -24,7 +24,8 @@ from pathlib import Path
 
 from kiana.errors import InputError
 from kiana.report.data import ReportData, ReportOptions
-from kiana.report.page import coverage_line, headline, render
+from kiana.report.page import render
+from kiana.report.text import coverage_line, headline
 
 __all__ = ["ReportData", "ReportOptions", "coverage_line", "headline", "render", "write"]
 

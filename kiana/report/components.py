@@ -19,9 +19,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kiana.vocabulary import VERDICTS
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Align = Literal["left", "right"]
 
@@ -266,3 +269,32 @@ def definition_list(items: Iterable[tuple[str, object]]) -> Html:
     """``<dl>`` of escaped terms and values."""
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
     return Html(f"<dl>{rows}</dl>")
+
+
+def capped(frame: pl.DataFrame, limit: int, what: str) -> tuple[pl.DataFrame, Html]:
+    """The first ``limit`` rows of ``frame``, and a note saying how many more there are."""
+    if frame.height <= limit:
+        return frame, Html("")
+    return frame.head(limit), note(
+        f"Showing the first {limit:,} of {frame.height:,} {what}; "
+        "the command line (kiana regressions) lists them all."
+    )
+
+
+def number(value: Any) -> float | None:
+    """A finite float, or None."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def change_cell(value: Any, verdict: Any = None) -> Cell:
+    """A relative change, red for a regression and green for an improvement."""
+    found = number(value)
+    cls = {"regression": "bad", "improvement": "good"}.get(str(verdict), "")
+    text = Html(f'<span class="{cls}">{esc(fmt_change(found))}</span>')
+    return Cell(text, sort=found if found is not None else "")
+
+
+def percent_cell(value: Any) -> Cell:
+    """A share (0.25) as ``25.0%``, sorted by its value."""
+    found = number(value)
+    return Cell("–" if found is None else f"{found * 100:.1f}%", sort=found or 0.0)

@@ -4,25 +4,22 @@ with everything inlined.  A function of its data: no database, no judging here."
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import re
-from collections.abc import Callable, Mapping
-from datetime import date, datetime
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
 
 from kiana import __version__
 from kiana.errors import KianaError
-from kiana.load.quality import DataQuality
 from kiana.report import assets, charts, frames
+from kiana.report.appendix import provenance, quality_section
 from kiana.report.components import (
     Cell,
     Column,
     Html,
     badge,
-    definition_list,
+    capped,
+    change_cell,
     esc,
     filter_bar,
     fmt_change,
@@ -31,19 +28,15 @@ from kiana.report.components import (
     join,
     json_script,
     note,
+    number,
+    percent_cell,
     safe_id,
     section,
     stat_cards,
     table,
 )
-from kiana.report.data import (
-    Gathered,
-    ReportData,
-    coverage,
-    gather,
-    verdict_counts,
-    versions_frame,
-)
+from kiana.report.data import Gathered, ReportData, gather
+from kiana.report.text import coverage_line, coverage_text, headline, step_label
 from kiana.vocabulary import VERDICTS
 
 CHART_ROWS = 150  # rows of the speedup heat map
@@ -57,106 +50,6 @@ SECTIONS = (
     ("quality", "Data quality"),
     ("provenance", "How it was made"),
 )
-
-
-def _capped(frame: pl.DataFrame, limit: int, what: str) -> tuple[pl.DataFrame, Html]:
-    if frame.height <= limit:
-        return frame, Html("")
-    return frame.head(limit), note(
-        f"Showing the first {limit:,} of {frame.height:,} {what}; "
-        "the command line (kiana regressions) lists them all."
-    )
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def _change_cell(value: Any, verdict: Any = None) -> Cell:
-    number = _num(value)
-    cls = {"regression": "bad", "improvement": "good"}.get(str(verdict), "")
-    text = Html(f'<span class="{cls}">{esc(fmt_change(number))}</span>')
-    return Cell(text, sort=number if number is not None else "")
-
-
-def _pct(value: Any) -> Cell:
-    number = _num(value)
-    return Cell("–" if number is None else f"{number * 100:.1f}%", sort=number or 0.0)
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
-
-
-def headline(data: ReportData) -> str:
-    """One line: the findings by verdict (unchanged aside), among how many, on what."""
-    counts = verdict_counts(data.judgement.findings)
-    parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
-             for v in VERDICTS if v != "unchanged" and counts[v]]  # fmt: skip
-    found = ", ".join(parts) if parts else "no regressions"
-    runs = data.runs
-    versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
-    span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
-    return (
-        f"{found} among {_n(data.judgement.findings.height, 'finding')}: "
-        f"{_n(runs['kernel'].n_unique(), 'kernel')} on {_n(runs['gpu'].n_unique(), 'GPU')}, "
-        f"{span} ({_n(len(versions), 'version')}, {_n(runs.height, 'run')})."
-    )
-
-
-def coverage_line(data: ReportData) -> str | None:
-    """``compared 30 of 1,112 series; not compared: 1,050 with one session only, ...``
-    when the judgement says what it covered, else None."""
-    return _coverage_text(coverage(data.judgement))
-
-
-def _coverage_text(coverage: Mapping[str, Any] | None) -> str | None:
-    if coverage is None:
-        return None
-    text = f"compared {coverage['compared']:,} of {coverage['series']:,} series"
-    partitions, compared = coverage.get("partitions"), coverage.get("partitions_compared")
-    if isinstance(partitions, int) and isinstance(compared, int):
-        text += f" ({compared:,} of {partitions:,} partitions)"
-    reasons = coverage.get("not_compared")
-    if isinstance(reasons, Mapping):
-        counted = sorted(
-            ((str(r), int(n)) for r, n in reasons.items() if isinstance(n, int) and n > 0),
-            key=lambda item: (-item[1], item[0]),
-        )
-        if counted:
-            text += "; not compared: " + ", ".join(f"{n:,} {_reason(r)}" for r, n in counted)
-    return text
-
-
-def _reason(reason: str) -> str:
-    """``one_session_only`` -> ``with one session only``."""
-    words = reason.replace("_", " ").strip()
-    return words if words.startswith(("with ", "without ")) else f"with {words}"
-
-
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _day(value: object) -> str | None:
-    """The date part of a session or a time (``datetime``, ``date`` or ISO text)."""
-    if isinstance(value, datetime | date):
-        return value.isoformat()[:10]
-    found = _DAY.search(value) if isinstance(value, str) else None
-    return found.group() if found else None
-
-
-def step_label(row: Mapping[str, Any]) -> str:
-    """``0.5.0 → 0.6.0``; with sessions, each side's date too:
-    ``0.8.0 (2026-06-16) → 0.8.0 (2026-07-05)``."""
-
-    def side(prefix: str) -> str:
-        version = row.get(f"{prefix}_version")
-        if f"{prefix}_session" not in row:
-            return str(version)
-        day = _day(row[f"{prefix}_session"]) or _day(row.get(f"{prefix}_observed_at"))
-        return f"{version} ({day})" if day else str(version)
-
-    return f"{side('from')} → {side('to')}"
 
 
 def summary(g: Gathered) -> Html:
@@ -179,7 +72,7 @@ def summary(g: Gathered) -> Html:
         f'<div class="label">{badge(v)}</div></div>'
         for v in VERDICTS
     )
-    covered = _coverage_text(g.coverage)
+    covered = coverage_text(g.coverage)
     extra = note(
         f"Findings by verdict: each finding is one kernel, pass, provider, GPU and pair of "
         f"versions over its workload sweep ({c['findings']:,} findings of {c['steps']:,} steps). "
@@ -200,7 +93,7 @@ FINDING_COLUMNS = (
 
 
 def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, limit: int) -> Html:
-    shown, cap = _capped(frame, limit, "findings")
+    shown, cap = capped(frame, limit, "findings")
     rows = []
     for r in shown.iter_rows(named=True):
         rank = int(r["rank"])
@@ -211,10 +104,10 @@ def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, lim
             r["kernel"], r["pass"], r["provider"], r["gpu"],
             step_label(r),
             Cell(f"{r['workloads_affected']}/{r['workloads_total']}",
-                 sort=_num(r["workloads_affected"]) or 0),
-            _change_cell(r["median_change"], r["verdict"]),
-            _change_cell(r["worst_change"], r["verdict"]),
-            _pct(r["confidence"]), r["control_provider"], link,
+                 sort=number(r["workloads_affected"]) or 0),
+            change_cell(r["median_change"], r["verdict"]),
+            change_cell(r["worst_change"], r["verdict"]),
+            percent_cell(r["confidence"]), r["control_provider"], link,
         ])  # fmt: skip
     body = table(FINDING_COLUMNS, rows, id=table_id, sortable=True, empty="no findings")
     options = {
@@ -246,14 +139,14 @@ def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
     """Latency improvements paid for with a memory regression at the same step."""
     if frame.height == 0:
         return note("No trade-off: no latency improvement came with a memory regression.")
-    shown, cap = _capped(frame, limit, "trade-offs")
+    shown, cap = capped(frame, limit, "trade-offs")
     cols = (Column("kernel"), Column("pass"), Column("provider"), Column("GPU"),
             Column("step"), Column("latency change", "right"), Column("memory change", "right"),
             Column("workloads", "right"))  # fmt: skip
     rows = (
         [r["kernel"], r["pass"], r["provider"], r["gpu"],
-         step_label(r), _change_cell(r["latency_change"]),
-         _change_cell(r["memory_change"]),
+         step_label(r), change_cell(r["latency_change"]),
+         change_cell(r["memory_change"]),
          f"{max(r['latency_workloads'], r['memory_workloads'])}/{r['workloads_total']}"]
         for r in shown.iter_rows(named=True)
     )  # fmt: skip
@@ -300,8 +193,8 @@ def chart_cards(g: Gathered, threshold: float | None) -> Html:
             f"#{rank} {r['kernel']} · {r['pass']} · {r['provider']} on {r['gpu']}: {step_label(r)}"
         )
         meta = (
-            f"median change {fmt_change(_num(r['median_change']))}, worst "
-            f"{fmt_change(_num(r['worst_change']))}, on {r['workloads_affected']} of "
+            f"median change {fmt_change(number(r['median_change']))}, worst "
+            f"{fmt_change(number(r['worst_change']))}, on {r['workloads_affected']} of "
             f"{r['workloads_total']} workloads; control: {r['control_provider'] or 'none'}"
         )
         cards.append(
@@ -329,7 +222,7 @@ def speedup_section(g: Gathered, limit: int) -> Html:
         chart = chart + note(
             f"The chart shows the first {CHART_ROWS:,} of {labels:,} rows (by name)."
         )
-    flips, cap = _capped(g.flips, limit, "workloads below 1x")
+    flips, cap = capped(g.flips, limit, "workloads below 1x")
     cols = (Column("kernel", key="kernel"), Column("pass"), Column("Liger provider"),
             Column("baseline"), Column("GPU"), Column("workload"), Column("version"),
             Column("Liger median (ns)", "right"), Column("baseline median (ns)", "right"),
@@ -345,101 +238,6 @@ def speedup_section(g: Gathered, limit: int) -> Html:
         f"<h3>Workloads where Liger is slower than a baseline ({g.flips.height:,})</h3>"
         f'<div class="scroll">{flip_table}</div>{cap}'
     )
-
-
-def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
-    rejects = table(
-        (Column("problem"), Column("documents", "right"), Column("example reason"),
-         Column("example source"), Column("JSON path")),
-        ([r["problem"], r["documents"], r["example"], r["source"], r["json_path"]]
-         for r in quality.rejects.head(limit).iter_rows(named=True)),
-        empty="no document was rejected",
-    )  # fmt: skip
-    warnings = table(
-        (Column("kind"), Column("runs", "right"), Column("example"), Column("example source")),
-        ([r["kind"], r["runs"], r["example"], r["source"]]
-         for r in quality.warnings.head(limit).iter_rows(named=True)),
-        empty="no warnings",
-    )  # fmt: skip
-    spread = table(
-        (Column("GPU"), Column("latency runs", "right"), Column("p20 = p80", "right"),
-         Column("no p20/p80", "right")),
-        ([r["gpu"], r["runs"], _pct(r["zero_spread"]), _pct(r["no_spread"])]
-         for r in g.spread.iter_rows(named=True)),
-        empty="no latency runs",
-    )  # fmt: skip
-    versions = table(
-        (Column("Liger version"), Column("order", "right"), Column("kind"), Column("runs", "right"),
-         Column("first observed")),
-        ([r["liger_version"], r["version_rank"],
-          "PEP 440" if r["version_kind"] == "pep440" else Html('<span class="bad">not PEP 440</span>'),
-          r["runs"], str(r["first_observed_at"])] for r in g.versions.iter_rows(named=True)),
-    )  # fmt: skip
-    sessions = _not_judged_table(g.not_judged, limit)
-    conflicts = table(
-        (Column("kind"), Column("detail"), Column("source")),
-        ([r["kind"], r["detail"], r["source"]] for r in quality.conflicts.head(limit).iter_rows(named=True)),
-        empty="no digest conflicts",
-    )  # fmt: skip
-    spread_note = note(
-        "p20 = p80 means the harness had too few repetitions to measure "
-        "noise: no noise information, not no noise."
-    )
-    versions_note = note(
-        "Labels that are not PEP 440 versions (main, a git hash) are placed "
-        "by the time they were first observed."
-    )
-    return Html(
-        f'<h3>Rejected documents, by problem</h3><div class="scroll">{rejects}</div>'
-        f"<h3>Warnings on loaded runs</h3>{warnings}"
-        f"<h3>Spread (p20–p80) per GPU</h3>{spread_note}{spread}"
-        f"<h3>Liger versions, in kiana's order</h3>{versions_note}"
-        f'<div class="scroll">{versions}</div>'
-        f"<h3>Sessions not judged ({g.not_judged.height:,})</h3>{sessions}"
-        f"<h3>Digest conflicts</h3>{conflicts}"
-    )  # fmt: skip
-
-
-NOT_JUDGED = (
-    ("kernel", "kernel"), ("pass", "pass"), ("provider", "provider"), ("GPU", "gpu"),
-    ("workload", "workload"), ("metric", "metric"), ("Liger version", "liger_version"),
-    ("session", "session"), ("runs", "runs"), ("max/min", "ratio"), ("why", "message"),
-)  # fmt: skip
-
-
-def _not_judged_table(frame: pl.DataFrame, limit: int) -> Html:
-    """Session points the judge left out (replicates that disagree far beyond their
-    noise), with the columns the judgement gives."""
-    shown, cap = _capped(frame, limit, "sessions not judged")
-    columns = [(title, name) for title, name in NOT_JUDGED if name in frame.columns]
-    right = {"runs", "ratio"}
-    body = table(
-        [Column(title, "right" if name in right else "left") for title, name in columns],
-        ([fmt_ratio(r[n]) if n == "ratio" else r[n] for _, n in columns]
-         for r in shown.iter_rows(named=True)),
-        empty="every session was judged",
-    )  # fmt: skip
-    return Html(f'<div class="scroll">{body}</div>{cap}')
-
-
-def provenance(data: ReportData) -> Html:
-    options = data.options
-    items: list[tuple[str, object]] = [
-        ("kiana version", __version__),
-        ("generated at (UTC)", data.generated_at.isoformat()),
-        ("command line", options.command_line or "(Python API)"),
-        ("database", data.database),
-    ]
-    items += [(f"judge: {k}", v) for k, v in dataclasses.asdict(data.judge_options).items()]
-    loads = table(
-        (Column("load"), Column("started"), Column("kiana"), Column("inputs"),
-         Column("read", "right"), Column("loaded", "right"), Column("already present", "right"),
-         Column("rejected", "right"), Column("warned", "right")),
-        ([r["load_id"], str(r["started_at"]), r["kiana_version"], r["inputs"], r["read"],
-          r["loaded"], r["already_present"], r["rejected"], r["warned"]]
-         for r in data.quality.loads.iter_rows(named=True)),
-    )  # fmt: skip
-    return Html(f"{definition_list(items)}<h3>Loads</h3>{loads}")
 
 
 def render(data: ReportData) -> str:
