@@ -41,7 +41,7 @@ def vega_bundle() -> str:
         pass
     try:
         bundle: str = vlc.javascript_bundle(vl_version=version)  # type: ignore[call-arg]
-    except Exception as exc:  # vl-convert raises plain ValueError/RuntimeError
+    except (ValueError, RuntimeError, OSError) as exc:  # what vl-convert raises
         raise KianaError(
             f"cannot build the Vega JavaScript bundle: {exc}",
             hint="reinstall vl-convert-python (pip install --force-reinstall vl-convert-python)",
