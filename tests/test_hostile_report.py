@@ -63,14 +63,8 @@ def hostile_documents() -> list[dict[str, Any]]:
     return docs
 
 
-def _report_available() -> bool:
-    return (rel.ROOT / "kiana" / "commands" / "report.py").exists()
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not _report_available():
-        pytest.skip("kiana/commands/report.py is not written yet")
     tmp = tmp_path_factory.mktemp("hostile")
     data = tmp / "hostile.jsonl"
     data.write_text("".join(json.dumps(d) + "\n" for d in hostile_documents()))
