@@ -39,22 +39,12 @@ def _layer(spec: dict[str, Any]) -> alt.LayerChart:
     return alt.LayerChart.from_dict(spec)
 
 
-def series(
-    runs: pl.DataFrame,
-    *,
-    partition_id: str | None = None,
-    metric: str = "latency",
-    step: tuple[str, str] | None = None,
-    provider: str | None = None,
-    title: str | None = None,
-) -> alt.LayerChart:
+def series(runs: pl.DataFrame, **options: Any) -> alt.LayerChart:
     """One partition across Liger versions: each provider's median as a line with its
     p20–p80 band; Liger providers drawn thick, same-run baselines thin and dashed.
-    ``step=(from, to)`` shades the flagged step; ``provider`` is drawn first."""
-    spec = series_spec(
-        runs, partition_id=partition_id, metric=metric, step=step, provider=provider, title=title
-    )
-    return _layer(spec)
+    Options as :func:`kiana.report.charts.series_spec`: ``partition_id``, ``metric``,
+    ``step=(from, to)`` (shaded), ``provider`` (drawn first), ``title``."""
+    return _layer(series_spec(runs, **options))
 
 
 def sweep(

@@ -9,19 +9,14 @@ from typing import Any
 import polars as pl
 
 from kiana.report import frames
-from kiana.report.charts.spec import channel, layered
+from kiana.report.charts.heatmap import heat_map
+from kiana.report.charts.spec import channel
 
 
 def overview_spec(frame: pl.DataFrame, *, value: str = "median_change") -> dict[str, Any]:
     """The heat map of findings (``median_change``) or steps (``change``) as Vega-Lite
     JSON."""
     data = frames.overview_frame(frame, value=value)
-    rows = data["row"].unique(maintain_order=True).to_list()
-    gpus = max(1, data["gpu"].n_unique())
-    x = channel(
-        "gpu", "nominal", axis={"labelAngle": 0, "labelLimit": 200, "orient": "top"}, title=None
-    )
-    y = channel("row", "nominal", axis={"labelLimit": 420}, sort=rows, title=None)
     tooltip = [
         channel("row", "nominal", title="kernel · pass · provider"),
         channel("gpu", "nominal"),
@@ -29,22 +24,14 @@ def overview_spec(frame: pl.DataFrame, *, value: str = "median_change") -> dict[
         channel("verdict", "nominal"),
     ]
     scale = {"clamp": True, "domain": [-0.3, 0.3], "reverse": True, "scheme": "redyellowgreen"}
-    cells = {
-        "mark": {"type": "rect", "stroke": "white"},
-        "encoding": {
-            "color": channel(
-                "change", "quantitative", legend={"format": "+%"}, scale=scale, title="change"
-            ),
-            "tooltip": tooltip,
-            "x": x,
-            "y": y,
-        },
-    }
-    text = {
-        "mark": {"type": "text", "fontSize": 11},
-        "encoding": {"text": channel("label", "nominal"), "tooltip": tooltip, "x": x, "y": y},
-    }
-    values = frames.chart_values(data)
-    return layered(
-        [cells, text], data={"values": values}, height={"step": 20}, width=min(900, 160 * gpus)
+    return heat_map(
+        frames.chart_values(data),
+        data["row"].unique(maintain_order=True).to_list(),
+        color=channel(
+            "change", "quantitative", legend={"format": "+%"}, scale=scale, title="change"
+        ),
+        text={"text": channel("label", "nominal")},
+        tooltip=tooltip,
+        step=20,
+        width=min(900, 160 * max(1, data["gpu"].n_unique())),
     )

@@ -9,7 +9,8 @@ from typing import Any
 import polars as pl
 
 from kiana.report import frames
-from kiana.report.charts.spec import channel, condition, layered
+from kiana.report.charts.heatmap import heat_map
+from kiana.report.charts.spec import channel, condition
 
 
 def speedup_spec(summary: pl.DataFrame, *, max_rows: int = 150) -> dict[str, Any]:
@@ -18,11 +19,6 @@ def speedup_spec(summary: pl.DataFrame, *, max_rows: int = 150) -> dict[str, Any
     data = summary.sort("row")
     rows = data["row"].unique(maintain_order=True).to_list()[:max_rows]
     data = data.filter(pl.col("row").is_in(rows))
-    gpus = max(1, data["gpu"].n_unique())
-    x = channel(
-        "gpu", "nominal", axis={"labelAngle": 0, "labelLimit": 200, "orient": "top"}, title=None
-    )
-    y = channel("row", "nominal", axis={"labelLimit": 420}, sort=rows, title=None)
     tooltip = [
         channel("row", "nominal", title="kernel · pass · Liger vs baseline"),
         channel("gpu", "nominal"),
@@ -34,28 +30,13 @@ def speedup_spec(summary: pl.DataFrame, *, max_rows: int = 150) -> dict[str, Any
     ]
     scale = {"clamp": True, "domain": [0.5, 2], "domainMid": 1, "scheme": "redblue", "type": "log"}
     legend = {"format": ".2~f", "values": [0.5, 0.75, 1, 1.5, 2]}
-    cells = {
-        "mark": {"type": "rect", "stroke": "white"},
-        "encoding": {
-            "color": channel(
-                "geomean", "quantitative", legend=legend, scale=scale, title="speedup"
-            ),
-            "tooltip": tooltip,
-            "x": x,
-            "y": y,
-        },
-    }
-    text = {
-        "mark": {"type": "text", "fontSize": 11},
-        "encoding": {
-            "color": condition("datum.geomean < 0.5 || datum.geomean > 2.5", "white", "black"),
-            "text": channel("label", "nominal"),
-            "tooltip": tooltip,
-            "x": x,
-            "y": y,
-        },
-    }
-    values = frames.chart_values(data)
-    return layered(
-        [cells, text], data={"values": values}, height={"step": 22}, width=min(1000, 190 * gpus)
+    contrast = condition("datum.geomean < 0.5 || datum.geomean > 2.5", "white", "black")
+    return heat_map(
+        frames.chart_values(data),
+        rows,
+        color=channel("geomean", "quantitative", legend=legend, scale=scale, title="speedup"),
+        text={"color": contrast, "text": channel("label", "nominal")},
+        tooltip=tooltip,
+        step=22,
+        width=min(1000, 190 * max(1, data["gpu"].n_unique())),
     )
