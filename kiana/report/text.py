@@ -38,14 +38,15 @@ def coverage_line(data: ReportData) -> str | None:
     return coverage_text(coverage(data.judgement))
 
 
-def coverage_text(coverage: Mapping[str, Any] | None) -> str | None:
-    if coverage is None:
+def coverage_text(found: Mapping[str, Any] | None) -> str | None:
+    """The line of a coverage dict (``kiana.report.data.coverage``); None for None."""
+    if found is None:
         return None
-    text = f"compared {coverage['compared']:,} of {coverage['series']:,} series"
-    partitions, compared = coverage.get("partitions"), coverage.get("partitions_compared")
+    text = f"compared {found['compared']:,} of {found['series']:,} series"
+    partitions, compared = found.get("partitions"), found.get("partitions_compared")
     if isinstance(partitions, int) and isinstance(compared, int):
         text += f" ({compared:,} of {partitions:,} partitions)"
-    reasons = coverage.get("not_compared")
+    reasons = found.get("not_compared")
     if isinstance(reasons, Mapping):
         counted = sorted(
             ((str(r), int(n)) for r, n in reasons.items() if isinstance(n, int) and n > 0),
