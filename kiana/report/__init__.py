@@ -4,9 +4,9 @@ Rendering is a function of its data.  Whoever calls it gathers the data (the CLI
 ``kiana.commands.report.collect``; in a notebook)::
 
     runs = kiana.load.judged.judged_runs(con)      # or kiana.runs(con)
-    judgement = kiana.judge(runs, options)
+    judgement = kiana.judge(runs, judge_options)
     data = kiana.report.ReportData(
-        runs, judgement, options, quality=kiana.load.quality.collect(con)
+        runs, judgement, judge_options, quality=kiana.load.quality.collect(con)
     )
     kiana.report.write("report.html", kiana.report.render(data))
 

@@ -40,10 +40,11 @@ class ReportOptions:
 class ReportData:
     """Everything the page shows: :func:`kiana.report.render` is a function of it.
 
-    ``runs`` is ``kiana.load.judged.judged_runs(con)`` (or ``kiana.load.runs(con)``),
+    ``runs`` is ``kiana.load.judged.judged_runs(con)`` (or ``kiana.load.runs(con)``);
     ``judgement`` is ``kiana.stats.judge(runs, judge_options)`` (the options are shown
-    on the page, and their threshold drawn on the charts), ``quality`` is ``kiana.load.quality.collect(con)`` (empty by default),
-    ``database`` names where the runs came from, ``generated_at`` is the page's time."""
+    on the page, their threshold drawn on the charts); ``quality`` is
+    ``kiana.load.quality.collect(con)`` (empty by default); ``database`` names where
+    the runs came from; ``generated_at`` is the page's time."""
 
     runs: pl.DataFrame
     judgement: Judgement
