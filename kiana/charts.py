@@ -103,8 +103,9 @@ def overview(frame: pl.DataFrame, *, value: str = "median_change") -> alt.LayerC
 
 def to_spec(chart: Any) -> dict[str, Any]:
     """The Vega-Lite JSON of a chart, without re-validating it against the schema and
-    with inline data left inline (as the report's specs have it); every string (data, domains, titles) has direction overrides and invisible
-    characters shown as ``[U+XXXX]``, the same way in data and in sort orders."""
+    with inline data left inline (as the report's specs have it); every string (data,
+    domains, titles) has direction overrides and invisible characters shown as
+    ``[U+XXXX]``, the same way in data and in sort orders."""
     import altair as alt
 
     # inline data stays inline, where the spec had it (not moved to named "datasets")

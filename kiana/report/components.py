@@ -5,7 +5,8 @@ reject's reason...) is untrusted.  The rule here is simple: a component escapes 
 value it receives, unless the value is an :class:`Html` (markup this module or the
 page built itself).  :class:`Html` is not a ``str``: a plain string can never pass for
 markup, and ``Html + str`` is an error (:func:`join` escapes the str).
-Bidirectional-override and other invisible control characters are shown as visible ``[U+202E]`` marks, so a name cannot reorder the text around it.
+Bidirectional-override and other invisible control characters are shown as visible
+``[U+202E]`` marks, so a name cannot reorder the text around it.
 
 JSON for ``<script type="application/json">`` blocks goes through :func:`json_script`,
 which escapes ``<``, ``>``, ``&`` and U+2028/U+2029 so no string can end the block.
