@@ -112,6 +112,9 @@ def test_cli_report_without_database_is_a_clear_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "no such database" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "r.html").exists()
+    empty = _kiana("report", "--db", ":memory:", "-o", "r.html", cwd=tmp_path)
+    assert empty.returncode == 2 and "nothing to read" in empty.stderr
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_importing_kiana_does_not_import_altair() -> None:

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from kiana.commands.common import DEFAULT_DB, add_judge_options, count
+from kiana.commands.common import DEFAULT_DB, add_judge_options, count, open_db
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -94,23 +94,14 @@ def database_label(con: duckdb.DuckDBPyConnection) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from kiana import load, report
-    from kiana.errors import InputError
     from kiana.stats import JudgeOptions
 
     started = time.monotonic()
-    db = args.db if args.db is not None else (None if args.paths else DEFAULT_DB)
-    if db == ":memory:":
-        db = None
-    if db is not None and not args.paths:
-        from pathlib import Path
-
-        if not Path(db).exists():
-            raise InputError(
-                f"{db}: no such database",
-                hint="load documents first (kiana load PATH --db FILE), or give PATHs: "
-                "kiana report data/ -o report.html",
-            )
-    con = load.connect(db)
+    # without PATHs: read the database kiana load wrote; with PATHs: load them first,
+    # into a fresh in-memory database unless --db names a file
+    db = args.db if args.db is not None or args.paths else DEFAULT_DB
+    reading = not args.paths
+    con = open_db(argparse.Namespace(db=db), must_exist=reading, read_only=reading)
     try:
         if args.paths:
             summary = load.load(con, args.paths)
