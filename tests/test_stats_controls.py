@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from kiana.stats import judge
-from kiana.stats.sweeps import sign_confidence
+from kiana.stats.pooling import sign_confidence
 from tests.test_stats_support import assert_no_nan, frame, series
 
 V = ["0.5.0", "0.5.1"]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kiana.stats import JudgeOptions, judge
-from kiana.stats.sweeps import KEYS, pool, pool_reference
+from kiana.stats.pooling import KEYS, pool, pool_reference
 from tests.test_stats_support import frame, run
 
 LIGER_CSVS = Path(__file__).resolve().parents[1].parent / "shared" / "liger"

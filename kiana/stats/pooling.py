@@ -1,0 +1,114 @@
+"""Pooling a sweep: one estimate of the common change of many workloads.
+
+For the ``k`` workloads with noise information, ``y_i`` is a step's log ratio and
+``s_i`` its noise.  The common change is the DerSimonian-Laird random-effects mean
+(DerSimonian & Laird 1986, "Meta-analysis in clinical trials", Controlled Clinical
+Trials 7; Borenstein et al. 2009, "Introduction to Meta-Analysis", ch. 12):
+
+    w_i   = 1 / s_i^2,  mu_FE = sum w_i y_i / sum w_i
+    Q     = sum w_i (y_i - mu_FE)^2,   C = sum w_i - sum w_i^2 / sum w_i
+    tau^2 = max(0, (Q - (k - 1)) / C)          (workload-to-workload scatter)
+    mu    = sum y_i / (s_i^2 + tau^2) / sum 1 / (s_i^2 + tau^2)
+    se    = sqrt(1 / sum 1 / (s_i^2 + tau^2))
+
+:func:`pool` computes it for every finding at once (two polars aggregations);
+:func:`pool_reference` is the slow, obviously correct version the tests compare
+against.  :func:`lone_z` is the Bonferroni-corrected separation for one workload of
+``k``, :func:`sign_confidence` the exact sign test of a sweep's direction.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+import polars as pl
+
+from kiana.vocabulary import FINDING_KEYS
+
+KEYS = list(FINDING_KEYS)
+
+
+def pool(steps: pl.DataFrame, y: pl.Expr, s: pl.Expr, prefix: str) -> pl.DataFrame:
+    """DerSimonian-Laird pooled estimate per finding: ``{prefix}_mu``, ``_se``,
+    ``_tau`` and ``_k`` (workloads with a log ratio and a positive noise)."""
+    valid = steps.select(*KEYS, y.alias("_y"), s.alias("_s")).filter(
+        pl.col("_y").is_not_null() & (pl.col("_s") > 0) & pl.col("_s").is_finite()
+    )
+    w = 1.0 / pl.col("_s").pow(2)
+    sums = valid.group_by(KEYS).agg(
+        pl.len().alias("_k"),
+        w.sum().alias("_s1"),
+        w.pow(2).sum().alias("_s2"),
+        (w * pl.col("_y")).sum().alias("_sy"),
+        (w * pl.col("_y").pow(2)).sum().alias("_syy"),
+    )
+    q = pl.col("_syy") - pl.col("_sy").pow(2) / pl.col("_s1")
+    c = pl.col("_s1") - pl.col("_s2") / pl.col("_s1")
+    tau2 = (
+        pl.when((pl.col("_k") > 1) & (c > 0))
+        .then(pl.max_horizontal((q - (pl.col("_k") - 1)) / c, pl.lit(0.0)))
+        .otherwise(0.0)
+    )
+    sums = sums.with_columns(tau2.alias("_tau2")).select(*KEYS, "_k", "_tau2")
+    wr = 1.0 / (pl.col("_s").pow(2) + pl.col("_tau2"))
+    pooled = (
+        valid.join(sums, on=KEYS, how="inner", nulls_equal=True)
+        .group_by(KEYS)
+        .agg(
+            (wr * pl.col("_y")).sum().alias("_wy"),
+            wr.sum().alias("_w"),
+            pl.col("_tau2").first(),
+            pl.col("_k").first(),
+        )
+    )
+    return pooled.select(
+        *KEYS,
+        (pl.col("_wy") / pl.col("_w")).alias(f"{prefix}_mu"),
+        (1.0 / pl.col("_w")).sqrt().alias(f"{prefix}_se"),
+        pl.col("_tau2").sqrt().alias(f"{prefix}_tau"),
+        pl.col("_k").cast(pl.Int64).alias(f"{prefix}_k"),
+    )
+
+
+def pool_reference(ys: list[float], ss: list[float]) -> tuple[float, float, float]:
+    """``(mu, se, tau)`` of one finding by the formulas, with plain loops."""
+    pairs = [(y, s) for y, s in zip(ys, ss, strict=True) if s > 0]
+    k = len(pairs)
+    w = [1 / s**2 for _, s in pairs]
+    mu_fe = sum(wi * y for wi, (y, _) in zip(w, pairs, strict=True)) / sum(w)
+    q = sum(wi * (y - mu_fe) ** 2 for wi, (y, _) in zip(w, pairs, strict=True))
+    c = sum(w) - sum(wi**2 for wi in w) / sum(w)
+    tau2 = max(0.0, (q - (k - 1)) / c) if k > 1 and c > 0 else 0.0
+    wr = [1 / (s**2 + tau2) for _, s in pairs]
+    mu = sum(wi * y for wi, (y, _) in zip(wr, pairs, strict=True)) / sum(wr)
+    return mu, math.sqrt(1 / sum(wr)), math.sqrt(tau2)
+
+
+def lone_z(k: pl.Expr, separation: float) -> pl.Expr:
+    """The Bonferroni-corrected separation for ``k`` workloads (see the docstring)."""
+    tail = 2.0 * (1.0 - NormalDist().cdf(separation))
+    table = {n: NormalDist().inv_cdf(1.0 - tail / (2.0 * n)) for n in range(1, 257)}
+    return k.clip(1, 256).replace_strict(table, return_dtype=pl.Float64)
+
+
+def sign_confidence(agree: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """``1 - P(Binomial(total, 1/2) >= agree)`` elementwise; 0 where total is 0.
+
+    Exact, computed once per distinct (agree, total) pair (sweeps are short)."""
+    agree = np.asarray(agree, dtype=np.int64)
+    total = np.asarray(total, dtype=np.int64)
+    out = np.zeros(agree.shape, dtype=np.float64)
+    if agree.size == 0:
+        return out
+    pairs, inverse = np.unique(np.stack([agree, total], axis=1), axis=0, return_inverse=True)
+    values = np.zeros(len(pairs), dtype=np.float64)
+    for i, (k, n) in enumerate(pairs.tolist()):
+        if n <= 0:
+            continue
+        k = max(int(k), 0)
+        tail = sum(math.comb(n, j) for j in range(k, n + 1)) / 2.0**n
+        values[i] = min(1.0, max(0.0, 1.0 - tail))
+    out[:] = values[np.asarray(inverse).reshape(-1)]
+    return out
