@@ -40,6 +40,7 @@ def _text(output: Any) -> str:
     return str(output.get("text") or output.get("data", {}).get("text/plain", ""))
 
 
+@pytest.mark.heavy  # a Jupyter kernel per notebook, judging all of data/: over 3 s each
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_top_to_bottom(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
