@@ -80,6 +80,17 @@ def source_rank(column: str) -> pl.Expr:
 SERIES_KEYS: tuple[str, ...] = ("partition_id", "provider", "metric")
 #: Descriptive columns carried along with every series.
 SERIES_LABELS: tuple[str, ...] = ("kernel", "pass", "gpu", "workload")
+#: The runs-table columns the statistics read (kiana.stats.judge, kiana.load.judged).
+JUDGED_COLUMNS: tuple[str, ...] = (
+    *SERIES_KEYS,
+    *SERIES_LABELS,
+    "liger_version",
+    "observed_at",
+    "status",
+    "median",
+    "p20",
+    "p80",
+)
 #: A benchmark session is found among the runs of one kernel, pass, GPU, metric and
 #: version label (every provider and workload of the sweep): see kiana.stats.sessions.
 SESSION_SCOPE: tuple[str, ...] = ("kernel", "pass", "gpu", "metric", "liger_version")

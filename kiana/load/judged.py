@@ -12,22 +12,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-#: The runs-table columns the statistics read.
-JUDGED_COLUMNS: tuple[str, ...] = (
-    "partition_id",
-    "provider",
-    "metric",
-    "kernel",
-    "pass",
-    "gpu",
-    "workload",
-    "liger_version",
-    "observed_at",
-    "status",
-    "median",
-    "p20",
-    "p80",
-)
+from kiana.vocabulary import JUDGED_COLUMNS
 
 #: The run labels the Liger importer writes (see kiana.importers).
 ORIGIN_LABELS: tuple[str, str] = ("liger_commit", "liger_csv")

@@ -20,20 +20,10 @@ import polars as pl
 from kiana.errors import UsageError
 from kiana.stats.noise import SPREAD_TO_SIGMA, run_noise
 from kiana.stats.sessions import SESSION_GAP, assign_sessions, conflicting
-from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
+from kiana.vocabulary import JUDGED_COLUMNS, SERIES_KEYS, SERIES_LABELS
 
 #: Runs-table columns the statistics read.
-REQUIRED_COLUMNS: tuple[str, ...] = (
-    *SERIES_KEYS,
-    *SERIES_LABELS,
-    "liger_version",
-    "observed_at",
-    "status",
-    "median",
-    "p20",
-    "p80",
-)
-
+REQUIRED_COLUMNS: tuple[str, ...] = JUDGED_COLUMNS
 
 #: Optional: where a run was recorded (``liger_commit:liger_csv`` for imported rows);
 #: sessions never span two origins.  Null when unknown.
