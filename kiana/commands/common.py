@@ -70,12 +70,6 @@ def open_db(
     return connect(db, read_only=read_only)
 
 
-def open_existing(db: str) -> duckdb.DuckDBPyConnection:
-    """Deprecated: ``open_db(args, must_exist=True, read_only=True)``; kept until every
-    command has moved to :func:`open_db`."""
-    return open_db(argparse.Namespace(db=db), must_exist=True, read_only=True)
-
-
 def fraction(text: str) -> float:
     """``0.03`` or ``3%`` -> 0.03."""
     try:

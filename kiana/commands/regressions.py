@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from kiana.commands.common import add_db_option, add_judge_options, open_existing, positive
+from kiana.commands.common import add_db_option, add_judge_options, open_db, positive
 from kiana.vocabulary import FAILABLE, VERDICTS
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         changepoints=not args.no_changepoints,
     )
-    con = open_existing(args.db)
+    con = open_db(args, must_exist=True, read_only=True)
     try:
         frame = judged_runs(con)
     finally:
