@@ -72,6 +72,8 @@ STEP_COLUMNS: tuple[str, ...] = (
     "to_version",
     "from_session",
     "to_session",
+    "from_origin",
+    "to_origin",
     "from_observed_at",
     "to_observed_at",
     "from_median",

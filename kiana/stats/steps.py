@@ -39,7 +39,7 @@ from kiana.stats.noise import worse_source
 from kiana.stats.options import JudgeOptions, series_window
 from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
 
-_SIDE = ("liger_version", "version_rank", "session", "first_observed_at", "n_runs", "median",
+_SIDE = ("liger_version", "version_rank", "session", "origin", "first_observed_at", "n_runs", "median",
          "log_median", "sigma", "noise_source")  # fmt: skip
 
 
@@ -71,6 +71,8 @@ def pair_points(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         pl.col("to_liger_version").alias("to_version"),
         pl.col("from_session"),
         pl.col("to_session"),
+        pl.col("from_origin"),
+        pl.col("to_origin"),
         pl.col("from_first_observed_at").alias("from_observed_at"),
         pl.col("to_first_observed_at").alias("to_observed_at"),
         "from_version_rank",

@@ -70,6 +70,8 @@ from kiana.vocabulary import FINDING_KEYS, VERDICTS, source_rank, verdict_rank
 #: The columns of ``Judgement.findings``, in order.
 FINDING_COLUMNS: tuple[str, ...] = (
     *FINDING_KEYS,
+    "from_origin",
+    "to_origin",
     "from_observed_at",
     "to_observed_at",
     "verdict",
@@ -157,6 +159,8 @@ def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.Dat
     top_lone = pl.col("_vrank").filter(pl.col("_lone")).min()
     grouped = steps.group_by(KEYS).agg(
         pl.len().cast(pl.Int64).alias("workloads_total"),
+        pl.col("from_origin").first(),
+        pl.col("to_origin").first(),
         pl.col("from_observed_at").min(),
         pl.col("to_observed_at").min(),
         pl.col("change").median().alias("median_change"),
