@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kiana.load
-from kiana.load import store
+from kiana.load.columns import FLAT_SQL
 from kiana.load.fast import FAST_SQL
 from tests import reliability as rel
 
@@ -46,17 +46,28 @@ def _same(a: Any, b: Any) -> bool:
 def compare(texts: list[str]) -> tuple[int, int]:
     """Check both paths on ``texts`` (one document each); returns (clean, accepted)."""
     con = kiana.load.connect(None)
-    _texts = pa.table({"rec": pa.array(range(len(texts)), pa.int64()), "text": texts})
-    _pending = con.sql(
-        "SELECT rec, 0 AS item, 'doc' AS source, NULL::BIGINT AS line, "
-        "NULL::BIGINT AS item_index, j AS doc "
-        "FROM (SELECT rec, try(json(text)) AS j FROM _texts) "
-        "WHERE j IS NOT NULL AND left(j, 1) <> '['"
-    ).to_arrow_table()
-    fast = {r["rec"]: r for r in con.sql(FAST_SQL).to_arrow_table().to_pylist()}
-    full = {r["rec"]: r for r in con.sql(store._FLAT).to_arrow_table().to_pylist()}
-    rows = con.execute(
-        "SELECT rec, json_type(doc, '$.run.spec.measurements') = 'ARRAY', doc::VARCHAR FROM _pending"
+    texts_table = pa.table({"rec": pa.array(range(len(texts)), pa.int64()), "text": texts})
+    pending = (
+        con.from_arrow(texts_table)
+        .query(
+            "texts",
+            "SELECT rec, 0 AS item, 'doc' AS source, NULL::BIGINT AS line, "
+            "NULL::BIGINT AS item_index, j AS doc "
+            "FROM (SELECT rec, try(json(text)) AS j FROM texts) "
+            "WHERE j IS NOT NULL AND left(j, 1) <> '['",
+        )
+        .to_arrow_table()
+    )
+    documents = con.from_arrow(pending)
+    fast = {
+        r["rec"]: r for r in documents.query("documents", FAST_SQL).to_arrow_table().to_pylist()
+    }
+    full = {
+        r["rec"]: r for r in documents.query("documents", FLAT_SQL).to_arrow_table().to_pylist()
+    }
+    rows = documents.query(
+        "documents",
+        "SELECT rec, json_type(doc, '$.run.spec.measurements') = 'ARRAY', doc::VARCHAR FROM documents",
     ).fetchall()
     measured = {rec: is_array for rec, is_array, _ in rows}
     docs = {rec: doc for rec, _, doc in rows}

@@ -172,8 +172,8 @@ def test_run_ids_hashed_from_arrow_are_duckdbs() -> None:
     values = ['{"a":1}', "", None, "ünïcødé ✓ \U0001f600", "x" * 5000, '{"b":[1,2]}']
     column = pa.chunked_array([pa.array(values[:3]), pa.array(values[3:]).slice(1)])
     for array in (column, pa.array(values, pa.large_string()), pa.array([None, None], pa.string())):
-        _t = pa.table({"t": array})
-        expected = duckdb.connect().sql("SELECT sha256(t) FROM _t").fetchall()
+        table = duckdb.connect().from_arrow(pa.table({"t": array}))
+        expected = table.query("hashed", "SELECT sha256(t) FROM hashed").fetchall()
         assert sha256_hex(array).to_pylist() == [row[0] for row in expected]
 
 
@@ -194,8 +194,8 @@ def test_only_what_duckdb_cannot_take_is_read_by_python(
     monkeypatch.setattr(sources, "file_records", spy)
     summary = kiana.load.load(kiana.load.connect(None), [tmp_path])
     assert (summary.read, summary.loaded, summary.rejected) == (11, 11, 0)
-    # .json files stay with Python: DuckDB's read_blob took 1.3 s for 10k small files
-    # that Python reads in 0.2 s (bench/README.md)
+    # .json files stay with Python, which reads small files faster than DuckDB's
+    # read_blob (bench/README.md)
     assert sorted(by_python) == [*(f"{n}.json" for n in range(5)), "7.jsonl"]
 
 

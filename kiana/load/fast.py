@@ -26,16 +26,13 @@ the same columns (``tests/test_load_fast.py`` checks both on generated documents
 
 from __future__ import annotations
 
-from kiana.load.columns import SIDE_PARTS, SOURCE, _plain, derived, normal
-from kiana.load.validate import CHECKS, STRUCTURE
+from kiana.load.columns import SIDE_PARTS, SOURCE, derived, normal, plain_text
+from kiana.load.validate import CHECKS, structure
 
-_MEASUREMENTS = '"measurements": "JSON"'
-#: :data:`kiana.load.validate.STRUCTURE` with the measurements parsed in the same pass.
-FAST_STRUCTURE = STRUCTURE.replace(
-    _MEASUREMENTS,
-    '"measurements": [{"metric": "JSON", "statistic": "JSON", "value": "JSON", "unit": "JSON"}]',
+#: The document structure with the measurements parsed in the same pass.
+FAST_STRUCTURE = structure(
+    '[{"metric": "JSON", "statistic": "JSON", "value": "JSON", "unit": "JSON"}]'
 )
-assert FAST_STRUCTURE != STRUCTURE
 
 #: The checks the fast path evaluates: all but the container types (``types[i]``).
 FAST_CHECKS = tuple(check[0] for check in CHECKS if not check[0].startswith("types["))
@@ -46,7 +43,8 @@ _CLEAN = (
     + ")"
 )
 
-#: Candidate documents (``_pending``) -> their checked rows when clean, with ``clean``
+#: Candidate documents (the relation ``documents``, as for
+#: :data:`kiana.load.columns.FLAT_SQL`) -> their checked rows when clean, with ``clean``
 #: false (and the other columns meaningless) when they need the full check.
 FAST_SQL = f"""
 WITH t AS (
@@ -54,16 +52,16 @@ WITH t AS (
            doc, strlen(doc::VARCHAR) AS doc_bytes,
            CASE WHEN left(doc::VARCHAR, 1) = '{{' THEN 'OBJECT' ELSE '?' END AS doc_type,
            json_transform(doc, '{FAST_STRUCTURE}') AS d
-    FROM _pending
+    FROM documents
 ), t2 AS (
     {SIDE_PARTS}
 ), {
     derived(
-        _plain,
+        plain_text,
         "d.run.spec.measurements",
         "t2",
         "CASE WHEN d.run.spec.measurements IS NOT NULL THEN 'ARRAY' END AS meas_type,",
     )
 }
-SELECT {normal(_plain)}, {_CLEAN} AS clean FROM f
+SELECT {normal(plain_text)}, {_CLEAN} AS clean FROM f
 """

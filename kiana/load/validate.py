@@ -23,23 +23,33 @@ API_VERSION = "kernelindex.dev/v1alpha1"
 #: Latencies are stored as BIGINT nanoseconds: anything from here up is rejected
 #: (9e18 ns is about 285 years; a larger number is a unit error, not a timing).
 MAX_LATENCY_NS = 9_000_000_000_000_000_000
-#: One document (a JSONL line, a .json file, or one element of a .json array).
+#: The largest document: a JSONL line or a .json file over it is rejected by the readers
+#: (:mod:`kiana.load.sources`, :mod:`kiana.load.native`) before any parsing, one element
+#: of a .json array over it by :data:`CHECKS`.
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 
-#: The fixed structure each document is parsed into (leaves are raw JSON text).
-STRUCTURE = """{
-  "run": {"apiVersion": "JSON", "kind": "JSON",
-    "spec": {"status": "JSON", "observedAt": "JSON",
-      "timing": {"latencyNs": {"median": "JSON"}},
-      "measurements": "JSON",
-      "sourceNative": {"source": "JSON", "metrics": "JSON", "benchmark": "JSON",
-                       "externalId": "JSON"},
+
+def structure(measurements: str) -> str:
+    """The fixed structure each document is parsed into (leaves are raw JSON text), with
+    ``measurements`` as the structure of ``run.spec.measurements``."""
+    return f"""{{
+  "run": {{"apiVersion": "JSON", "kind": "JSON",
+    "spec": {{"status": "JSON", "observedAt": "JSON",
+      "timing": {{"latencyNs": {{"median": "JSON"}}}},
+      "measurements": {measurements},
+      "sourceNative": {{"source": "JSON", "metrics": "JSON", "benchmark": "JSON",
+                       "externalId": "JSON"}},
       "protocolDigest": "JSON", "workloadDigest": "JSON", "environmentDigest": "JSON",
-      "implementationDigest": "JSON"},
-    "metadata": {"name": "JSON", "title": "JSON", "labels": "JSON"}},
+      "implementationDigest": "JSON"}},
+    "metadata": {{"name": "JSON", "title": "JSON", "labels": "JSON"}}}},
   "protocol": "JSON",
   "environment": "JSON"
-}"""
+}}"""
+
+
+#: The structure of the full check: the measurements as one raw leaf (parsed again only
+#: when they are an array).
+STRUCTURE = structure('"JSON"')
 
 #: The environment is small: parsed a second time on its own, so that its raw JSON
 #: (for the digest-consistency check) and its fields both come cheaply.
@@ -104,7 +114,8 @@ def _digest(name: str) -> Check:
     )
 
 
-_NUMBER_START = "('\"', '{', '[', 't', 'f', 'n')"
+#: The first characters of a raw JSON leaf that is not a number.
+NOT_NUMBER_START = "('\"', '{', '[', 't', 'f', 'n')"
 
 #: (wrong-when, JSON path, reason) as SQL expressions, checked in this order.
 CHECKS: tuple[Check, ...] = (
@@ -253,6 +264,11 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def _case(part: int) -> str:
+def _first_failing(part: int) -> str:
     whens = "\n".join(f"    WHEN coalesce({c[0]}, false) THEN {c[part]}" for c in CHECKS)
     return f"CASE\n{whens}\n  END"
+
+
+#: The JSON path and the reason of a document's first failing check (NULL: none fails).
+REJECT_PATH = _first_failing(1)
+REJECT_REASON = _first_failing(2)
