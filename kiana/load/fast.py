@@ -3,7 +3,7 @@
 The full check (:data:`kiana.load.columns.FLAT_SQL`) finds the *first* failing check
 of a document and says why, which needs the JSON type of every container, a second
 parse of the measurements and ``json_extract_string`` on every string leaf; planning
-its two ~45-branch ``CASE`` expressions alone costs a noticeable fraction of a batch.
+its two ``CASE`` expressions, one branch per check, is itself a cost per batch.
 Rejects are rare, so most documents do not need any of that: :data:`FAST_SQL` parses
 each document once, into the same structure but with the measurements inside it, and
 asks one yes/no question, *is this document clean?*  Clean rows are final (no reject);

@@ -1,12 +1,11 @@
 """``run_id``: the sha256 of a document's minified JSON, hashed straight from Arrow.
 
-DuckDB's ``sha256()`` is the same function but slow: about 200 MB/s on this machine
-with both cores, 1.2 s for the 230 MB of 100k documents.  Python's ``hashlib`` (OpenSSL)
-hashes the same bytes in about 0.25 s on one core.  Going through ``to_pylist()`` would
-give most of that back (a ``str`` per document, then ``encode``), so :func:`sha256_hex`
-hashes slices of the Arrow string column's data buffer directly, located by its offsets
-buffer: no Python string is made for a document.  The digests are exactly DuckDB's
-(``tests/test_load_native.py`` compares them).
+The digests are exactly those of DuckDB's ``sha256()`` (``tests/test_load_native.py``
+compares them), computed by Python's ``hashlib`` (OpenSSL), which is several times
+faster and lets go of the GIL, so the loader hashes a batch on a second thread while
+DuckDB checks it (``bench/README.md`` has the figures).  :func:`sha256_hex` hashes
+slices of the Arrow string column's data buffer, located by its offsets buffer, so no
+Python string is made for a document.
 """
 
 from __future__ import annotations

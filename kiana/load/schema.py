@@ -19,11 +19,11 @@ SCHEMA_VERSION = 1
 
 RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     # sha256 of the document's minified JSON.  Unique, but not a PRIMARY KEY: the loader
-    # keeps it unique (one writer at a time, an anti-join with the stored ids), and the
-    # index of a key on 64 random hex characters was a quarter of the database file
-    # (100k runs: 51.9 MB with it, 38.8 MB without) and ~0.35 s per 100k loaded.
+    # keeps it unique (one writer at a time, an anti-join with the stored ids), without
+    # the index of a key on 64 random hex characters, which would take a large share of
+    # the database file and of the load time (bench/README.md).
     ("run_id", "VARCHAR NOT NULL"),
-    ("partition_id", "VARCHAR NOT NULL"),  # see kiana.group.partition_id
+    ("partition_id", "VARCHAR NOT NULL"),  # see kiana.vocabulary.partition_id
     ("family", "VARCHAR NOT NULL"),
     ("kernel", "VARCHAR NOT NULL"),
     ("pass", "VARCHAR NOT NULL"),
