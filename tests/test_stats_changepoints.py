@@ -109,3 +109,38 @@ def test_a_baseline_shift_is_drift_and_explains_liger() -> None:
     assert cps.height == 2
     assert set(cps["verdict"]) == {"drift"}
     assert cps.filter(pl.col("provider") == "liger")["control_provider"][0] == "huggingface"
+
+
+@pytest.mark.filterwarnings("ignore:Precision loss occurred:RuntimeWarning")
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(value, min_size=4, max_size=18).flatmap(
+        lambda xs: st.tuples(st.just(xs), st.integers(min_value=2, max_value=len(xs) - 2))
+    )
+)
+def test_yuen_matches_scipy(case: tuple[list[float], int]) -> None:
+    from scipy.stats import ttest_ind
+
+    from kiana.stats.changepoints import yuen_p
+
+    xs, tau = case
+    got = float(yuen_p(np.array([xs]), np.array([0.0]), np.array([tau]))[0])
+    with np.errstate(all="ignore"):
+        want = float(ttest_ind(xs[tau:], xs[:tau], equal_var=False, trim=0.2).pvalue)
+    if math.isnan(want):  # scipy: no variance on either side
+        assert got in (0.0, 1.0)
+    else:
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-12)
+
+
+def test_one_wild_session_does_not_hide_a_level_shift() -> None:
+    """The shape of a real history: zero-spread sessions, one run 41% off at point 10
+    that returns at once, the level 12.5% lower from point 15 on, +19% at point 71."""
+    rng = np.random.default_rng(3)
+    levels = [100.0] * 15 + [87.5] * 56 + [87.5 * 1.19] * 30
+    medians = [m * (1 + rng.normal(0, 0.004)) for m in levels]
+    medians[10] *= 0.59
+    versions = [f"{i // 100}.{(i // 10) % 10}.{i % 10}" for i in range(len(medians))]
+    found = judge(frame(series(versions, medians, spread=0.0))).changepoints
+    at = sorted(found["to_version"].to_list())
+    assert at == [versions[15], versions[71]], found

@@ -191,3 +191,31 @@ def test_the_real_same_label_case(tmp_path: Path) -> None:
     assert row["to_session"].startswith("2026-07-05")
     assert row["verdict"] == "improvement"
     assert result.coverage.compared < result.coverage.series
+
+
+def test_one_session_off_and_back_is_an_outlier_not_two_changes() -> None:
+    levels = [100.0, 100.5, 99.5, 100.0, 59.0, 100.2, 99.8, 100.1]
+    rows = [run("0.8.0", m, day=3 * d, p20=m, p80=m) for d, m in enumerate(levels)]
+    result = judge(frame(rows))
+    around = result.steps.filter(pl.col("evidence").str.starts_with("outlier at "))
+    assert around.height == 2
+    assert set(around["verdict"]) == {"inconclusive"}
+    assert not result.steps["verdict"].is_in(["regression", "improvement"]).any()
+    entry = result.quality.filter(pl.col("kind") == "outlier").row(0, named=True)
+    assert entry["ratio"] == pytest.approx(0.59, rel=0.01)
+    assert entry["session"] == result.steps["to_session"][3]
+
+
+def test_a_last_session_off_keeps_its_verdict_and_says_so() -> None:
+    levels = [100.0, 100.5, 99.5, 100.0, 100.3, 59.0]
+    rows = [run("0.8.0", m, day=3 * d, p20=m, p80=m) for d, m in enumerate(levels)]
+    last = judge(frame(rows)).steps.row(-1, named=True)
+    assert last["verdict"] == "improvement"
+    assert "latest session: whether it comes back is not known yet" in last["evidence"]
+
+
+def test_a_level_shift_after_an_outlier_is_still_a_change() -> None:
+    levels = [100.0, 100.5, 99.5, 59.0, 100.2, 87.5, 87.4, 87.6]
+    rows = [run("0.8.0", m, day=3 * d, p20=m, p80=m) for d, m in enumerate(levels)]
+    steps = judge(frame(rows)).steps
+    assert steps["verdict"].to_list()[2:5] == ["inconclusive", "inconclusive", "improvement"]

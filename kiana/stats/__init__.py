@@ -12,7 +12,8 @@ optionally with an ``origin`` column, see :mod:`kiana.stats.sessions`) and retur
   its own verdict (:mod:`kiana.stats.steps`, noise model in
   :mod:`kiana.stats.noise`, same-session controls in :mod:`kiana.stats.controls`);
 * ``quality``: sessions that were not judged because their replicates disagree far
-  beyond their noise (``conflict``);
+  beyond their noise (``conflict``), and one-off sessions that left their series'
+  level and came back at once (``outlier``, :mod:`kiana.stats.outliers`);
 * ``coverage``: how many series could be compared, and why the others could not;
 * ``changepoints``: level shifts in long series (:mod:`kiana.stats.changepoints`);
 * ``tradeoffs``: latency improvements paid for with a memory regression at the same
@@ -34,6 +35,7 @@ from kiana.stats.controls import attach_controls
 from kiana.stats.coverage import Coverage, coverage
 from kiana.stats.noise import kernel_floor, noise_scale, session_noise
 from kiana.stats.options import JudgeOptions
+from kiana.stats.outliers import mark_outliers
 from kiana.stats.quality import quality
 from kiana.stats.series import judgeable, points
 from kiana.stats.sessions import session_label
@@ -156,6 +158,7 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
             .otherwise(pl.col("evidence"))
             .alias("evidence")
         )
+    steps, outliers = mark_outliers(steps, options)
     found = _no_nan(_findings(steps, options))
     latency = pl.col("metric") == "latency"
     steps = steps.with_columns(
@@ -179,7 +182,7 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
         versions=versions,
         runs_judged=frame.height,
         coverage=coverage(all_points, steps, options, runs),
-        quality=quality(all_points),
+        quality=pl.concat([quality(all_points), outliers], how="vertical_relaxed"),
         noise_scale=scale,
         noise_scale_steps=scale_steps,
         tradeoffs=_no_nan(_tradeoffs(found)),

@@ -1,0 +1,133 @@
+"""Outlier sessions: one session off, then back, is not two changes.
+
+A session whose level leaves its neighbours' and comes back at the very next session
+is an *outlier* (a busy machine, a thermal hiccup, a one-run mistake), not a
+regression followed by an improvement.  Judged step by step it would be both: "-41%"
+into it and "+70%" out of it, each a maintainer's wasted hour.
+
+Rule, for a session ``i`` with a session before (``i-1``) and after (``i+1``) in its
+series (consecutive steps only, not with ``--baseline``):
+
+* both steps around it are beyond the noise on their own (raw verdict regression or
+  improvement: the series' own noise, replicates, history or size), in opposite
+  directions;
+* the series comes back: the level of ``i+1`` is within half the smaller jump of the
+  level of ``i-1`` (``|ln(L[i+1] / L[i-1])| <= min(|jump in|, |jump out|) / 2``);
+* its same-session control did not move with it (``|control severity| <
+  separation / 2`` on both steps, or no control): a control that moved too makes the
+  steps ``drift``, which stands.
+
+Both steps then become ``inconclusive`` with the evidence "outlier at <session>", and
+the session gets a ``quality`` entry (kind ``outlier``) naming it and its size.  The
+last session of a series cannot be known to return: its step keeps its verdict, and
+its evidence says so.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from kiana.stats.options import JudgeOptions
+from kiana.stats.quality import QUALITY_COLUMNS
+from kiana.stats.sessions import session_label
+from kiana.vocabulary import SERIES_KEYS
+
+
+def _pct(expr: pl.Expr) -> pl.Expr:
+    text = (expr * 100).round(1).cast(pl.String) + pl.lit("%")
+    return pl.when(expr > 0).then(pl.lit("+") + text).otherwise(text)
+
+
+def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Steps with outlier sessions marked (see the module docstring), and one
+    ``quality`` row per outlier session.  ``steps`` are in series and session order."""
+    keys = list(SERIES_KEYS)
+    if steps.height == 0 or options.baseline is not None:
+        return steps, _empty_quality()
+    moved = pl.col("raw_verdict").is_in(["regression", "improvement"])
+    calm = (pl.col("control_severity").abs() < options.separation / 2).fill_null(True)
+    frame = steps.with_columns(
+        pl.col("log_ratio").shift(-1).over(keys).alias("_next_lr"),
+        moved.shift(-1).over(keys).alias("_next_moved"),
+        calm.shift(-1).over(keys).alias("_next_calm"),
+        (pl.col("from_session").shift(-1).over(keys) == pl.col("to_session")).alias("_chained"),
+        pl.col("to_session").shift(-1).over(keys).is_null().alias("_last"),
+    )
+    lr, nxt = pl.col("log_ratio"), pl.col("_next_lr")
+    into = (
+        pl.col("_chained").fill_null(False)
+        & moved
+        & pl.col("_next_moved").fill_null(False)
+        & ((lr > 0) != (nxt > 0))
+        & ((lr + nxt).abs() <= pl.min_horizontal(lr.abs(), nxt.abs()) / 2)
+        & calm
+        & pl.col("_next_calm").fill_null(False)
+    ).fill_null(False)
+    frame = frame.with_columns(into.alias("_into"))
+    frame = frame.with_columns(
+        pl.col("_into").shift(1).over(keys).fill_null(False).alias("_out_of"),
+        session_label(pl.col("to_version"), pl.col("to_session")).alias("_at"),
+    ).with_columns(
+        session_label(pl.col("from_version"), pl.col("from_session")).alias("_from_at"),
+        pl.col("change").shift(1).over(keys).alias("_prev_change"),
+    )
+    flagged = pl.col("verdict").is_in(["regression", "improvement", "drift"])
+    outlier_note = (
+        pl.when(pl.col("_into"))
+        .then(
+            pl.lit("outlier at ")
+            + pl.col("_at")
+            + pl.lit(": ")
+            + _pct(pl.col("change"))
+            + pl.lit(" and back at the next session, not a change; ")
+        )
+        .when(pl.col("_out_of"))
+        .then(
+            pl.lit("outlier at ")
+            + pl.col("_from_at")
+            + pl.lit(": ")
+            + _pct(pl.col("_prev_change"))
+            + pl.lit(" and back here, not a change; ")
+        )
+        .otherwise(pl.lit(""))
+    )
+    touched = pl.col("_into") | pl.col("_out_of")
+    marked = frame.with_columns(
+        pl.when(touched & flagged & (pl.col("verdict") != "drift"))
+        .then(pl.lit("inconclusive"))
+        .otherwise(pl.col("verdict"))
+        .alias("verdict"),
+        (
+            outlier_note
+            + pl.col("evidence")
+            + pl.when(pl.col("_last") & flagged & ~touched)
+            .then(pl.lit("; latest session: whether it comes back is not known yet"))
+            .otherwise(pl.lit(""))
+        ).alias("evidence"),
+    )
+    quality = (
+        marked.filter(pl.col("_into"))
+        .with_columns(
+            pl.lit("outlier").alias("kind"),
+            pl.col("to_version").alias("liger_version"),
+            pl.col("to_session").alias("session"),
+            pl.col("to_n_runs").cast(pl.Int64).alias("runs"),
+            pl.col("log_ratio").exp().alias("ratio"),
+            (
+                pl.lit("one session ")
+                + _pct(pl.col("change"))
+                + pl.lit(" off its neighbours and back at the next: an outlier, not a change")
+            ).alias("message"),
+        )
+        .select(QUALITY_COLUMNS)
+    )
+    helpers = ["_next_lr", "_next_moved", "_next_calm", "_chained", "_last", "_into",
+               "_out_of", "_at", "_from_at", "_prev_change"]  # fmt: skip
+    return marked.drop(helpers), quality
+
+
+def _empty_quality() -> pl.DataFrame:
+    schema: dict[str, pl.DataType] = {c: pl.String() for c in QUALITY_COLUMNS}
+    schema["runs"] = pl.Int64()
+    schema["ratio"] = pl.Float64()
+    return pl.DataFrame(schema=schema)
