@@ -106,10 +106,12 @@ def test_table_and_filters(database: Path) -> None:
 def test_filters_in_process(database: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from kiana.cli import main
 
+    # --fail-on looks at the filtered findings only: huggingface has no regression finding.
     assert (
-        main(["regressions", "--db", str(database), "--kernel", "rms", "--fail-on", "regression"])
+        main(["regressions", "--db", str(database), "--provider", "huggingface", "--fail-on",
+              "regression"])
         == 0
-    )
+    )  # fmt: skip
     assert "0 regression" in capsys.readouterr().out
     assert main(["regressions", "--db", str(database), "--provider", "huggingface", "--all"]) == 0
     out = capsys.readouterr().out
@@ -131,3 +133,32 @@ def test_missing_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
     assert main(["regressions", "--db", str(tmp_path / "nope.duckdb")]) == 2
     assert "hint" in capsys.readouterr().err
+
+
+def test_threshold_above_one_is_refused_with_a_hint(database: Path) -> None:
+    done = kiana("--db", str(database), "--threshold", "5")
+    assert done.returncode == 2
+    assert "would be 500%" in done.stderr and "0.05 = 5%" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "closest"),
+    [
+        ("--kernel", "nosuchkernel", "layer_norm"),
+        ("--gpu", "H200", "NVIDIA H100 80GB HBM3"),
+        ("--provider", "hugginface", "huggingface"),
+    ],  # fmt: skip
+)
+def test_a_filter_that_matches_nothing_says_so(
+    database: Path, flag: str, value: str, closest: str
+) -> None:
+    done = kiana("--db", str(database), flag, value)
+    assert done.returncode == 2
+    assert f"{flag} {value!r} matches no run" in done.stderr
+    assert closest in done.stderr
+
+
+def test_filters_ignore_case(database: Path) -> None:
+    done = kiana("--db", str(database), "--json", "--provider", "LIGER", "--kernel", "LAYER")
+    assert done.returncode == 0, done.stderr
+    assert {f["provider"] for f in json.loads(done.stdout)["findings"]} == {"liger"}

@@ -76,8 +76,11 @@ def fraction(text: str) -> float:
         value = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value < 10.0:
-        raise argparse.ArgumentTypeError(f"out of range: {text!r} (0.03 or 3% is 3%)")
+    if not 0.0 <= value <= 1.0:
+        shown = f"{value:.0%}" if value == value and abs(value) < 1e6 else text
+        raise argparse.ArgumentTypeError(
+            f"{text!r} would be {shown}: give a fraction (0.05 = 5%) or a percentage (5%)"
+        )
     return value
 
 

@@ -45,13 +45,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="also print the per-workload steps behind the findings shown",
     )  # fmt: skip
     parser.add_argument(
-        "--kernel", action="append", default=[], help="only this kernel (repeatable; substring)"
+        "--kernel",
+        action="append",
+        default=[],
+        help="only this kernel (repeatable; substring, any case)",
     )
     parser.add_argument(
-        "--gpu", action="append", default=[], help="only this GPU (repeatable; substring)"
+        "--gpu",
+        action="append",
+        default=[],
+        help="only this GPU (repeatable; substring, any case)",
     )
     parser.add_argument(
-        "--provider", action="append", default=[], help="only this provider (repeatable; exact)"
+        "--provider",
+        action="append",
+        default=[],
+        help="only this provider (repeatable; whole name, any case)",
     )
     parser.add_argument(
         "--pass", dest="pass_", action="append", default=[], help="only this timed pass"
@@ -69,26 +78,61 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The filters of ``kiana regressions``: option, column, substring (else whole value).
+FILTERS: tuple[tuple[str, str, bool], ...] = (
+    ("kernel", "kernel", True),
+    ("gpu", "gpu", True),
+    ("provider", "provider", False),
+    ("pass_", "pass", False),
+)
+
+
+def _matches(column: str, values: list[str], substring: bool) -> pl.Expr:
+    """Case-insensitive: a substring of the column, or the whole value."""
+    import polars as pl
+
+    lowered = pl.col(column).str.to_lowercase()
+    expr = pl.lit(False)
+    for value in values:
+        wanted = value.lower()
+        expr = expr | (
+            lowered.str.contains(wanted, literal=True) if substring else lowered == wanted
+        )
+    return expr
+
+
+def check_filters(runs: pl.DataFrame, args: argparse.Namespace) -> None:
+    """Raise :class:`UsageError` for a filter value that matches no run, naming the
+    closest values that exist (a filter that silently matches nothing reads as "no
+    regressions")."""
+    import difflib
+
+    from kiana.errors import UsageError
+
+    for option, column, substring in FILTERS:
+        for value in getattr(args, option):
+            known = runs.get_column(column).unique().drop_nulls().to_list()
+            if runs.select(_matches(column, [value], substring).any()).item():
+                continue
+            lowered = {k.lower(): k for k in known}
+            close = difflib.get_close_matches(value.lower(), list(lowered), n=3, cutoff=0.4)
+            shown = ", ".join(lowered[c] for c in close) or ", ".join(sorted(known)[:5])
+            flag = "--" + option.rstrip("_")
+            raise UsageError(
+                f"{flag} {value!r} matches no run",
+                hint=f"closest {column} values in the database: {shown or 'none'}",
+            )
+
+
 def _filter(frame: pl.DataFrame, args: argparse.Namespace) -> pl.DataFrame:
     """Rows of ``frame`` that pass the output filters (kernel, gpu, provider, pass, metric)."""
     import polars as pl
 
-    conditions: list[pl.Expr] = []
-    for column, values, exact in (
-        ("kernel", args.kernel, False),
-        ("gpu", args.gpu, False),
-        ("provider", args.provider, True),
-        ("pass", args.pass_, True),
-    ):
-        if values and column in frame.columns:
-            if exact:
-                conditions.append(pl.col(column).is_in(values))
-            else:
-                lowered = pl.col(column).str.to_lowercase()
-                expr = pl.lit(False)
-                for value in values:
-                    expr = expr | lowered.str.contains(value.lower(), literal=True)
-                conditions.append(expr)
+    conditions = [
+        _matches(column, getattr(args, option), substring)
+        for option, column, substring in FILTERS
+        if getattr(args, option) and column in frame.columns
+    ]
     if args.metric and "metric" in frame.columns:
         conditions.append(pl.col("metric") == args.metric)
     return frame.filter(*conditions) if conditions else frame
@@ -115,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
         frame = judged_runs(con)
     finally:
         con.close()
+    check_filters(frame, args)
     result = judge(frame, options)
     findings = _filter(result.findings, args)
     if args.json:

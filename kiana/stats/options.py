@@ -69,7 +69,7 @@ class JudgeOptions:
 
     def __post_init__(self) -> None:
         checks = [
-            ("threshold", self.threshold, 0.0 <= self.threshold < 10.0),
+            ("threshold", self.threshold, 0.0 <= self.threshold <= 1.0),
             ("separation", self.separation, self.separation > 0.0),
             ("gross_change", self.gross_change, self.gross_change > 0.0),
             ("resolution", self.resolution, self.resolution > 0.0),
