@@ -147,7 +147,7 @@ def test_threshold_above_one_is_refused_with_a_hint(database: Path) -> None:
         ("--kernel", "nosuchkernel", "layer_norm"),
         ("--gpu", "H200", "NVIDIA H100 80GB HBM3"),
         ("--provider", "hugginface", "huggingface"),
-    ],  # fmt: skip
+    ],
 )
 def test_a_filter_that_matches_nothing_says_so(
     database: Path, flag: str, value: str, closest: str
