@@ -1,0 +1,28 @@
+"""Liger's git history, read back: where a run was recorded and which commits to read
+for a finding.
+
+* :func:`provenance` (:mod:`kiana.culprits.provenance`): ``run_id``, ``liger_commit``,
+  ``liger_csv`` of every run, from the labels ``kiana import liger --git`` writes;
+* :func:`annotate` (:mod:`kiana.culprits.rank`): findings or steps of
+  :func:`kiana.stats.judge` with their ranked ``culprits`` (commits touching the
+  kernel's files, :mod:`kiana.culprits.layout`) and a ``git log`` command listing them;
+* :mod:`kiana.culprits.gate`: the pull-request gate behind ``kiana gate``.
+
+```python
+import kiana
+from kiana.culprits import annotate, provenance
+from kiana.load.judged import judged_runs
+
+con = kiana.connect("kiana.duckdb")  # kiana import liger --git ~/Liger-Kernel --db ...
+provenance(con)  # run_id, liger_commit, liger_csv
+findings = annotate(kiana.judge(judged_runs(con)).findings, Path("~/Liger-Kernel").expanduser())
+findings.select("kernel", "verdict", "culprits")
+```
+"""
+
+from __future__ import annotations
+
+from kiana.culprits.provenance import PROVENANCE_COLUMNS, provenance
+from kiana.culprits.rank import CULPRIT_COLUMNS, Finder, annotate
+
+__all__ = ["CULPRIT_COLUMNS", "PROVENANCE_COLUMNS", "Finder", "annotate", "provenance"]

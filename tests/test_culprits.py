@@ -1,0 +1,298 @@
+"""Culprits: provenance of each run, a kernel's files in Liger's layout, and the commits
+ranked for a finding, on small Liger-like repositories the tests build."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+import kiana
+from kiana.culprits import annotate, provenance
+from kiana.culprits.history import Commit, pr_number
+from kiana.culprits.layout import BENCHMARK, IMPORTED, SOURCE, imported_files, kernel_files
+from kiana.culprits.rank import origin_commit, rank
+from kiana.importers.git import import_git
+from kiana.importers.rows import COLUMNS
+from kiana.load.judged import judged_runs
+from kiana.stats import judge
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+CSV = "benchmark/data/all_benchmark_data.csv"
+OPS = "src/liger_kernel/ops"
+WORKLOADS = (1024, 2048, 4096, 8192)
+
+
+def rows(
+    kernel: str, version: str, stamp: str, liger: float = 1.0, baseline: float = 1.0
+) -> list[dict[str, str]]:
+    """One session of ``kernel`` (forward, H100): liger and huggingface over four hidden
+    sizes, p20/p80 at -/+1%; ``liger`` and ``baseline`` scale each provider."""
+    out = []
+    for index, x in enumerate(WORKLOADS):
+        for provider, base in (("liger", liger), ("huggingface", 2.0 * baseline)):
+            median = base * (1 + index * 0.5)
+            out.append({
+                "kernel_name": kernel, "kernel_provider": provider,
+                "kernel_operation_mode": "forward", "metric_name": "speed", "metric_unit": "ms",
+                "x_name": "H", "x_label": "hidden size", "x_value": str(x),
+                "y_value_50": f"{median:.5f}", "y_value_20": f"{median * 0.99:.5f}",
+                "y_value_80": f"{median * 1.01:.5f}",
+                "extra_benchmark_config_str": '{"M": 2048, "dtype": "torch.bfloat16"}',
+                "gpu_name": "NVIDIA H100 80GB HBM3", "timestamp": stamp, "liger_version": version,
+            })  # fmt: skip
+    return out
+
+
+def csv_text(*sessions: list[dict[str, str]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(COLUMNS), extrasaction="ignore")
+    writer.writeheader()
+    for session in sessions:
+        writer.writerows(session)
+    return out.getvalue()
+
+
+class LigerRepo:
+    """A git repository laid out like Liger-Kernel, built commit by commit."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True)
+        self.git("init", "-q", "-b", "main")
+        self.git("config", "user.email", "t@example.com")
+        self.git("config", "user.name", "t")
+
+    def git(self, *args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(self.path), *args], check=True, capture_output=True, text=True
+        )
+        return done.stdout.strip()
+
+    def write(self, files: dict[str, str]) -> None:
+        for name, text in files.items():
+            target = self.path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+
+    def commit(self, files: dict[str, str], message: str) -> str:
+        self.write(files)
+        self.git("add", *files)
+        self.git("commit", "-q", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+
+def liger_repo(path: Path) -> tuple[LigerRepo, dict[str, str]]:
+    """rms_norm recorded at 0.5.0; a utils tweak, an unrelated swiglu change; then a PR
+    that refactors rms_norm and re-records its rows 10% slower under the same label."""
+    repo = LigerRepo(path)
+    shas = {
+        "base": repo.commit(
+            {
+                f"{OPS}/rms_norm.py": "from liger_kernel.ops.utils import calculate_settings\n",
+                f"{OPS}/utils.py": "def calculate_settings(): ...\n",
+                f"{OPS}/swiglu.py": "from liger_kernel.ops.utils import calculate_settings\n",
+                "src/liger_kernel/transformers/rms_norm.py": "class LigerRMSNorm: ...\n",
+                "benchmark/scripts/benchmark_rms_norm.py": "# bench\n",
+                CSV: csv_text(rows("rms_norm", "0.5.0", "2025-01-01 00:00:00")),
+            },
+            "Add rms_norm (#1)",
+        ),
+        "utils": repo.commit({f"{OPS}/utils.py": "def calculate_settings(): 1\n"}, "utils (#2)"),
+        "swiglu": repo.commit({f"{OPS}/swiglu.py": "# faster\n"}, "Speed up swiglu (#3)"),
+        "docs": repo.commit({"README.md": "docs\n"}, "Docs only"),
+    }
+    shas["pr"] = repo.commit(
+        {
+            f"{OPS}/rms_norm.py": "from liger_kernel.ops.utils import calculate_settings\n# v2\n",
+            CSV: csv_text(rows("rms_norm", "0.5.0", "2025-02-01 00:00:00", liger=1.10)),
+        },
+        "Refactor rms_norm (#4)",
+    )
+    return repo, shas
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[LigerRepo, dict[str, str]]:
+    return liger_repo(tmp_path / "Liger-Kernel")
+
+
+def judged(path: Path) -> tuple[duckdb.DuckDBPyConnection, pl.DataFrame]:
+    con = kiana.connect()
+    kiana.load.load_documents(con, import_git(path).result.documents)
+    return con, judge(judged_runs(con)).findings
+
+
+def test_provenance_names_the_commit_and_file_of_every_run(
+    repo: tuple[LigerRepo, dict[str, str]],
+) -> None:
+    git_repo, shas = repo
+    con, _ = judged(git_repo.path)
+    frame = provenance(con)
+    assert frame.columns == ["run_id", "liger_commit", "liger_csv"]
+    assert frame.height == kiana.runs(con).height == 16
+    assert set(frame["liger_commit"]) == {shas["base"], shas["pr"]}
+    assert set(frame["liger_csv"]) == {CSV}
+
+
+def test_provenance_of_documents_without_labels_is_null(tmp_path: Path) -> None:
+    con = kiana.connect()
+    kiana.load_paths(con, [str(Path(__file__).parents[1] / "data" / "seeds")])
+    frame = provenance(con)
+    assert frame.height > 0
+    assert frame["liger_commit"].null_count() == frame.height
+
+
+def test_recording_commit_ranks_first_then_imported_module(
+    repo: tuple[LigerRepo, dict[str, str]],
+) -> None:
+    git_repo, shas = repo
+    _, findings = judged(git_repo.path)
+    found = annotate(findings, git_repo.path)
+    liger = found.filter(pl.col("provider") == "liger").row(0, named=True)
+    assert liger["verdict"] == "regression"
+    culprits = liger["culprits"]
+    assert [c["commit"] for c in culprits] == [shas["pr"], shas["utils"]]
+    first = culprits[0]
+    assert first == {
+        "commit": shas["pr"], "subject": "Refactor rms_norm (#4)", "pr": 4,
+        "date": first["date"], "files": [f"{OPS}/rms_norm.py"], "role": "recorded",
+    }  # fmt: skip
+    assert first["date"].endswith("Z") and first["date"][4] == "-"
+    assert culprits[1]["role"] == IMPORTED
+    assert shas["swiglu"] not in {c["commit"] for c in culprits}
+    assert liger["culprits_command"].startswith(
+        f"git log --first-parent --name-only {shas['base'][:12]}..{shas['pr'][:12]} -- "
+    )
+    baseline = found.filter(pl.col("provider") == "huggingface").row(0, named=True)
+    assert baseline["culprits"] is None and baseline["culprits_command"] is None
+
+
+def test_without_a_repository_the_window_and_command(
+    repo: tuple[LigerRepo, dict[str, str]],
+) -> None:
+    git_repo, _ = repo
+    _, findings = judged(git_repo.path)
+    liger = annotate(findings).filter(pl.col("provider") == "liger").row(0, named=True)
+    assert liger["culprits"] is None
+    assert (liger["culprits_since"], liger["culprits_until"]) == (
+        "2025-01-01T00:00:00Z",
+        "2025-02-15T00:00:00Z",
+    )
+    assert liger["culprits_command"] == (
+        "git log --first-parent --name-only --since=2025-01-01T00:00:00Z "
+        "--until=2025-02-15T00:00:00Z -- src/liger_kernel/ops/rms_norm.py "
+        "'src/liger_kernel/chunked_loss/rms_norm*.py' 'src/liger_kernel/transformers/rms_norm*.py' "
+        "benchmark/scripts/benchmark_rms_norm.py"
+    )
+
+
+def test_a_commit_the_repository_lacks_falls_back_to_the_window(
+    repo: tuple[LigerRepo, dict[str, str]], tmp_path: Path
+) -> None:
+    git_repo, _ = repo
+    _, findings = judged(git_repo.path)
+    other = LigerRepo(tmp_path / "other")
+    other.commit({"README.md": "x\n"}, "unrelated")
+    liger = annotate(findings, other.path).filter(pl.col("provider") == "liger").row(0, named=True)
+    assert liger["culprits"] is None
+    assert "--since=2025-01-01T00:00:00Z" in liger["culprits_command"]
+
+
+def test_steps_carry_the_same_culprits(repo: tuple[LigerRepo, dict[str, str]]) -> None:
+    git_repo, shas = repo
+    con = kiana.connect()
+    kiana.load.load_documents(con, import_git(git_repo.path).result.documents)
+    steps = annotate(judge(judged_runs(con)).steps, git_repo.path)
+    liger = steps.filter(pl.col("provider") == "liger")
+    assert liger.height == len(WORKLOADS)
+    assert {row[0]["commit"] for row in liger["culprits"].to_list()} == {shas["pr"]}
+    hints = annotate(judge(judged_runs(con)).steps, lists=False)
+    assert "culprits" not in hints.columns and hints["culprits_command"].null_count() == 4
+
+
+def test_kernel_files_follow_liger_layout() -> None:
+    files = kernel_files("dpo_loss")
+    assert files.kind("src/liger_kernel/chunked_loss/dpo_loss.py") == SOURCE
+    assert files.kind("src/liger_kernel/transformers/dpo_loss_fn.py") == SOURCE
+    assert files.kind("src/liger_kernel/transformers/sub/dpo_loss.py") is None
+    assert files.kind("benchmark/scripts/benchmark_dpo_loss.py") == BENCHMARK
+    assert files.kind("src/liger_kernel/ops/orpo_loss.py") is None
+    assert kernel_files("../etc").pathspecs() == []
+
+
+def test_imports_resolve_to_files_of_the_tree() -> None:
+    tree = frozenset({
+        f"{OPS}/fused_linear_cross_entropy.py", f"{OPS}/cross_entropy.py", f"{OPS}/utils.py",
+        "src/liger_kernel/utils.py", "src/liger_kernel/ops/experimental/__init__.py",
+        "src/liger_kernel/ops/experimental/mm.py",
+    })  # fmt: skip
+    text = (
+        "import torch\n"
+        "from liger_kernel.ops.cross_entropy import (\n    liger_cross_entropy_kernel,\n)\n"
+        "from .utils import amp_custom_fwd\n"
+        "from ..utils import infer_device\n"
+        "import liger_kernel.ops.experimental\n"
+        "from liger_kernel.ops.experimental import mm\n"
+        "from triton import language\n"
+    )
+    assert imported_files(f"{OPS}/fused_linear_cross_entropy.py", text, tree) == [
+        f"{OPS}/cross_entropy.py",
+        "src/liger_kernel/ops/experimental/__init__.py",
+        "src/liger_kernel/ops/experimental/mm.py",
+        f"{OPS}/utils.py",
+        "src/liger_kernel/utils.py",
+    ]
+
+
+def test_rank_orders_by_kind_then_newest() -> None:
+    files = kernel_files("rms_norm").__class__(
+        "rms_norm", tuple(kernel_files("rms_norm").patterns), (f"{OPS}/utils.py",)
+    )
+    found = (
+        Commit(
+            "e" * 40,
+            "bench (#9)",
+            "2025-01-05T00:00:00Z",
+            ("benchmark/scripts/benchmark_rms_norm.py",),
+        ),
+        Commit("d" * 40, "utils", "2025-01-04T00:00:00Z", (f"{OPS}/utils.py",)),
+        Commit("c" * 40, "newer source", "2025-01-03T00:00:00Z", (f"{OPS}/rms_norm.py",)),
+        Commit("b" * 40, "other", "2025-01-02T00:00:00Z", (f"{OPS}/swiglu.py",)),
+        Commit(
+            "a" * 40, "older source", "2025-01-01T00:00:00Z", (f"{OPS}/rms_norm.py", "README.md")
+        ),
+    )
+    ranked = rank(found, files, recorded="e" * 40)
+    assert [(c["commit"][0], c["role"]) for c in ranked] == [
+        ("e", "recorded"), ("c", SOURCE), ("a", SOURCE), ("d", IMPORTED),
+    ]  # fmt: skip
+    assert ranked[2]["files"] == [f"{OPS}/rms_norm.py"]
+    assert rank(found, files, recorded="b" * 40)[0]["role"] == SOURCE
+
+
+@pytest.mark.parametrize(
+    ("subject", "number"),
+    [
+        ("Fix rms_norm (#123)", 123),
+        ("Revert (#5) then (#7)", 7),
+        ("Merge pull request #42 from x/y", 42),
+        ("no number #12", None),
+    ],
+)
+def test_pr_number(subject: str, number: int | None) -> None:
+    assert pr_number(subject) == number
+
+
+def test_origin_commit() -> None:
+    sha = "a" * 40
+    assert origin_commit(f"{sha}:benchmark/data/x.csv") == sha
+    assert origin_commit("benchmark/data/x.csv") is None
+    assert origin_commit(None) is None
