@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import kiana.load
-from kiana.load.sources import MAX_DOCUMENT_BYTES
+from kiana.load.validate import MAX_DOCUMENT_BYTES
 from tests import reliability as rel
 
 
