@@ -8,12 +8,17 @@ sessions, judged on its whole sweep), ranked regressions first, for people; or w
 Findings are the unit everywhere: the summary, the JSON and ``--fail-on VERDICT``
 (exit 1 when any filtered finding has that verdict) count findings; ``--steps``
 prints the per-workload steps behind them.  Filters apply to the output only:
-controls and noise floors always use every run.
+controls and noise floors always use every run.  ``--git REPO`` (the Liger-Kernel
+checkout the rows were imported from) ranks each Liger finding's culprits
+(:mod:`kiana.culprits`): the top 3 under its table row, all of them in the JSON
+(``culprits``); without it the JSON findings carry the ``git log`` command that would
+list them (``culprits_command``, ``culprits_since``, ``culprits_until``).
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kiana.commands.common import add_db_option, add_judge_options, open_db, positive
@@ -76,6 +81,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-changepoints", action="store_true", help="skip the change-point search"
     )
+    parser.add_argument(
+        "--git", type=Path, metavar="REPO",
+        help="the Liger-Kernel checkout the rows came from: rank each finding's culprits "
+        "(commits touching the kernel between its two sessions)",
+    )  # fmt: skip
 
 
 #: The filters of ``kiana regressions``: option, column, substring (else whole value).
@@ -141,6 +151,8 @@ def _filter(frame: pl.DataFrame, args: argparse.Namespace) -> pl.DataFrame:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from kiana.culprits import annotate
+    from kiana.culprits.history import require_repository
     from kiana.errors import UsageError
     from kiana.jsonstream import write_json
     from kiana.load.judged import judged_runs
@@ -162,13 +174,15 @@ def run(args: argparse.Namespace) -> int:
     check_filters(frame, args)
     result = judge(frame, options)
     findings = _filter(result.findings, args)
+    repo = require_repository(args.git) if args.git is not None else None
+    findings = annotate(findings, repo)
     if args.json:
         write_json(
             sys.stdout,
             {
                 "coverage": result.coverage.to_dict(),
                 "findings": findings,
-                "steps": _filter(result.steps, args),
+                "steps": annotate(_filter(result.steps, args), repo, lists=repo is not None),
                 "quality": _filter(result.quality, args),
                 "changepoints": _filter(result.changepoints, args),
                 "tradeoffs": _filter(result.tradeoffs, args)
@@ -247,6 +261,8 @@ def _print_report(
                 f"{_pct(row['change_se'], signed=False):>5} "
                 f"{row['workloads_affected']:>2}/{row['workloads_total']:<2}  {row['evidence']}"
             )
+            for line in culprit_lines(row.get("culprits")):
+                print(f"{'':12} {line}")
         if shown.height > args.limit:
             print(f"... and {shown.height - args.limit} more (--limit N, --json)")
     hidden = findings.height - shown.height
@@ -273,6 +289,21 @@ def _print_report(
                 f"{row['from_version']}->{row['to_version']}: latency "
                 f"{_pct(row['latency_change'])}, memory {_pct(row['memory_change'])}"
             )
+
+
+def culprit_lines(culprits: list[dict[str, object]] | None, top: int = 3) -> list[str]:
+    """The first ``top`` culprits of a finding, one line each (``culprit 1: <sha:12>
+    <subject> (<date>, <role>: <files>)``), and how many more there are."""
+    lines = []
+    for number, item in enumerate((culprits or [])[:top], 1):
+        files = ", ".join(str(f) for f in item.get("files") or [])  # type: ignore[attr-defined]
+        lines.append(
+            f"culprit {number}: {str(item['commit'])[:12]} {item['subject']} "
+            f"({str(item['date'])[:10]}, {item['role']}: {files})"
+        )
+    if culprits and len(culprits) > top:
+        lines.append(f"... and {len(culprits) - top} more commit(s) (--json: culprits)")
+    return lines
 
 
 def _print_steps(steps: pl.DataFrame, shown: pl.DataFrame, args: argparse.Namespace) -> None:

@@ -7,6 +7,9 @@ report.html`` is the one-command demo.
 
 The pipeline (open the database, load, read the runs, judge, read the data quality) is
 here, in :func:`collect`; ``kiana.report.render`` only turns its result into HTML.
+``--git REPO`` (the Liger-Kernel checkout the rows came from) ranks each Liger finding's
+culprits (:mod:`kiana.culprits`); without it the findings show the ``git log`` command
+that would list them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import shlex
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kiana.commands.common import DEFAULT_DB, add_judge_options, count, open_db
@@ -50,6 +54,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="rows shown per table before a note gives the count (default 2000)",
     )  # fmt: skip
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "--git", type=Path, metavar="REPO",
+        help="the Liger-Kernel checkout the rows came from: list each finding's culprits",
+    )  # fmt: skip
 
 
 def collect(
@@ -58,21 +66,28 @@ def collect(
     options: ReportOptions | None = None,
     *,
     generated_at: datetime | None = None,
+    git: Path | None = None,
 ) -> ReportData:
     """The report's pipeline: the runs of the database behind ``con`` (the columns the
     judge reads, with their origin: the runs ``kiana regressions`` judges), judged with
-    ``judge_options``, and its data quality, as the :class:`ReportData` that
-    ``kiana.report.render`` turns into the page."""
+    ``judge_options``, its findings' culprits (from the checkout ``git``, or the ``git
+    log`` hint without one: :func:`kiana.culprits.annotate`), and its data quality, as
+    the :class:`ReportData` that ``kiana.report.render`` turns into the page."""
+    import dataclasses
+
     from kiana import stats
+    from kiana.culprits import annotate
     from kiana.load import quality
     from kiana.load.judged import judged_runs
     from kiana.report import ReportData, ReportOptions
 
     judge_options = judge_options or stats.JudgeOptions()
     runs = judged_runs(con)
+    judgement = stats.judge(runs, judge_options)
+    judgement = dataclasses.replace(judgement, findings=annotate(judgement.findings, git))
     return ReportData(
         runs=runs,
-        judgement=stats.judge(runs, judge_options),
+        judgement=judgement,
         judge_options=judge_options,
         quality=quality.collect(con),
         options=options or ReportOptions(),
@@ -94,9 +109,11 @@ def database_label(con: duckdb.DuckDBPyConnection) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from kiana import load, report
+    from kiana.culprits.history import require_repository
     from kiana.stats import JudgeOptions
 
     started = time.monotonic()
+    repo = require_repository(args.git) if args.git is not None else None
     # without PATHs: read the database kiana load wrote; with PATHs: load them first,
     # into a fresh in-memory database unless --db names a file
     db = args.db if args.db is not None or args.paths else DEFAULT_DB
@@ -115,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
             top=args.top, table_rows=args.rows,
             command_line=shlex.join(["kiana", *sys.argv[1:]]),
         )  # fmt: skip
-        data = collect(con, JudgeOptions(threshold=args.threshold, baseline=args.baseline), options)
+        judge_options = JudgeOptions(threshold=args.threshold, baseline=args.baseline)
+        data = collect(con, judge_options, options, git=repo)
     finally:
         con.close()
     html = report.render(data)

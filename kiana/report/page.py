@@ -35,6 +35,7 @@ from kiana.report.components import (
     stat_cards,
     table,
 )
+from kiana.report.culprits import culprits_html
 from kiana.report.data import Gathered, ReportData, gather
 from kiana.report.text import coverage_line, coverage_text, headline, step_label
 from kiana.vocabulary import VERDICTS
@@ -109,7 +110,14 @@ def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, lim
             change_cell(r["worst_change"], r["verdict"]),
             percent_cell(r["confidence"]), r["control_provider"], link,
         ])  # fmt: skip
-    body = table(FINDING_COLUMNS, rows, id=table_id, sortable=True, empty="no findings")
+    columns: tuple[Column, ...] = FINDING_COLUMNS
+    if "culprits_command" in shown.columns:  # kiana.culprits.annotate: one more column
+        columns = (*columns, Column("culprits"))
+        rows = [
+            [*cells, culprits_html(r, top=3)]
+            for cells, r in zip(rows, shown.iter_rows(named=True), strict=True)
+        ]
+    body = table(columns, rows, id=table_id, sortable=True, empty="no findings")
     options = {
         key: sorted({str(v) for v in frame[col].to_list() if v is not None})
         for key, col in (
@@ -197,6 +205,9 @@ def chart_cards(g: Gathered, threshold: float | None) -> Html:
             f"{fmt_change(number(r['worst_change']))}, on {r['workloads_affected']} of "
             f"{r['workloads_total']} workloads; control: {r['control_provider'] or 'none'}"
         )
+        blamed = culprits_html(r)
+        if blamed:
+            body = Html(f'<div class="meta">Commits to read first: {blamed}</div>') + body
         cards.append(
             f'<div class="finding" id="f-{rank}"><h3>{badge(r["verdict"])} {esc(title)}</h3>'
             f'<div class="meta">{esc(meta)}</div>{body}</div>'
