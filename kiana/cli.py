@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "load": "load",
     "partitions": "partitions",
     "regressions": "regressions",
+    "gate": "gate",
     "report": "report",
     "generate": "generate",
     "import": "import_",
