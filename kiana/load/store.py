@@ -335,6 +335,49 @@ def _unreadable(items: pa.Table) -> list[tuple[int, str, str]]:
     ]
 
 
+def _insert_rejects(
+    con: duckdb.DuckDBPyConnection,
+    load_id: int,
+    items: pa.Table,
+    failed: pa.Table,
+    conflicts: pa.Table,
+    flat: pa.Table,
+) -> None:
+    """The documents that failed a check (``failed``) or the digest consistency
+    (``conflicts``) -> ``rejects``, each with the start of its text."""
+    names = ["rec", "item", "source", "path", "reason"]
+    rejected = pa.concat_tables(
+        [
+            failed.select(["rec", "item", "source", "reject_path", "reject_reason"]).rename_columns(
+                names
+            ),
+            conflicts.append_column("source", _matching(flat, "source", conflicts)).select(names),
+        ],
+        promote_options="permissive",
+    )
+    rejected = rejected.append_column("doc", _matching(items, "doc", rejected))
+    _write(con, _INSERT_REJECTS_SQL.format(load_id=load_id), "rejected", rejected)
+
+
+def _insert_details(con: duckdb.DuckDBPyConnection, items: pa.Table, good: pa.Table) -> None:
+    """The measurements and labels of the new runs, and the protocols and environments
+    whose digests are new (their content from their first document)."""
+    for sql in _INSERT_DETAILS_SQL:
+        _write(con, sql, "good", good)
+    for column, table, new_sql, insert_sql in (
+        ("protocol_digest", "protocols", _NEW_PROTOCOLS_SQL, _INSERT_PROTOCOLS_SQL),
+        ("environment_digest", "environments", _NEW_ENVIRONMENTS_SQL, _INSERT_ENVIRONMENTS_SQL),
+    ):
+        digests = pc.unique(good.column(column)).to_pylist()
+        (stored,) = con.execute(
+            f"SELECT count(*) FROM {table} WHERE list_contains(?, digest)", [digests]
+        ).fetchall()[0]
+        if stored < len(digests):
+            new = _select(con, new_sql, "good", good)
+            new = new.append_column("doc", _matching(items, "doc", new))
+            _write(con, insert_sql, "new", new)
+
+
 def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> BatchCounts:
     """Check, dedupe and insert one batch; returns its counts."""
     lap = laps()
@@ -364,37 +407,11 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
         con.executemany("INSERT INTO rejects VALUES (?, ?, ?, ?, ?)", rows)
     failed = flat.filter(pc.is_valid(flat.column("reject_reason")))
     if failed.num_rows or conflicts.num_rows:
-        names = ["rec", "item", "source", "path", "reason"]
-        rejected = pa.concat_tables(
-            [
-                failed.select(
-                    ["rec", "item", "source", "reject_path", "reject_reason"]
-                ).rename_columns(names),
-                conflicts.append_column("source", _matching(flat, "source", conflicts)).select(
-                    names
-                ),
-            ],
-            promote_options="permissive",
-        )
-        rejected = rejected.append_column("doc", _matching(items, "doc", rejected))
-        _write(con, _INSERT_REJECTS_SQL.format(load_id=load_id), "rejected", rejected)
+        _insert_rejects(con, load_id, items, failed, conflicts, flat)
     lap("rejects")
     _write(con, _INSERT_RUNS_SQL.format(load_id=load_id), "good", good)
     lap("insert runs")
-    for sql in _INSERT_DETAILS_SQL:
-        _write(con, sql, "good", good)
-    for column, table, new_sql, insert_sql in (
-        ("protocol_digest", "protocols", _NEW_PROTOCOLS_SQL, _INSERT_PROTOCOLS_SQL),
-        ("environment_digest", "environments", _NEW_ENVIRONMENTS_SQL, _INSERT_ENVIRONMENTS_SQL),
-    ):
-        digests = pc.unique(good.column(column)).to_pylist()
-        (stored,) = con.execute(
-            f"SELECT count(*) FROM {table} WHERE list_contains(?, digest)", [digests]
-        ).fetchall()[0]
-        if stored < len(digests):  # the content of a new digest, from its first document
-            new = _select(con, new_sql, "good", good)
-            new = new.append_column("doc", _matching(items, "doc", new))
-            _write(con, insert_sql, "new", new)
+    _insert_details(con, items, good)
     lap("insert measurements, labels, protocols, environments")
     noted = _write(con, _WARNINGS_SQL.format(load_id=load_id), "good", good)
     lap("warnings")
