@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 import kiana
-from kiana.culprits import annotate, provenance
+from kiana.culprits import Finder, annotate, provenance
 from kiana.culprits.history import Commit, pr_number
 from kiana.culprits.layout import BENCHMARK, IMPORTED, SOURCE, imported_files, kernel_files
 from kiana.culprits.rank import origin_commit, rank
@@ -296,3 +296,38 @@ def test_origin_commit() -> None:
     assert origin_commit(f"{sha}:benchmark/data/x.csv") == sha
     assert origin_commit("benchmark/data/x.csv") is None
     assert origin_commit(None) is None
+
+
+def test_merged_pull_request_ranks_its_recording_commit_then_the_merges(tmp_path: Path) -> None:
+    """History with merge commits: the first-parent chain holds merges (their files
+    against the branch's previous state); the PR's own commit recorded the rows."""
+    repo = LigerRepo(tmp_path / "Liger-Kernel")
+    base = repo.commit(
+        {
+            f"{OPS}/rms_norm.py": "# v1\n",
+            CSV: csv_text(rows("rms_norm", "0.5.0", "2025-01-01 00:00:00")),
+        },
+        "Add rms_norm (#1)",
+    )
+    repo.git("checkout", "-q", "-b", "feature")
+    change = repo.commit(
+        {
+            f"{OPS}/rms_norm.py": "# v2\n",
+            CSV: csv_text(rows("rms_norm", "0.5.0", "2025-02-01 00:00:00", liger=1.1)),
+        },
+        "rms_norm: new tiling",
+    )
+    repo.git("checkout", "-q", "main")
+    other = repo.commit({"src/liger_kernel/transformers/rms_norm.py": "# wrapper\n"}, "wrapper")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge pull request #12 from x/feature", "feature")
+    merge = repo.git("rev-parse", "HEAD")
+    con = kiana.connect()
+    kiana.load.load_documents(con, import_git(repo.path).result.documents)
+    findings = annotate(judge(judged_runs(con)).findings, repo.path)
+    liger = findings.filter(pl.col("provider") == "liger").row(0, named=True)
+    assert liger["from_origin"].startswith(base) and liger["to_origin"].startswith(change)
+    assert [c["commit"] for c in liger["culprits"]] == [change]
+    # from the base to the merge, the main branch's first-parent commits
+    ranked = Finder(repo.path).lookup("rms_norm", base, merge, None)
+    assert ranked is not None
+    assert [(c["commit"], c["pr"]) for c in ranked] == [(merge, 12), (other, None)]
