@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import SEEDS
 
 
@@ -89,8 +91,6 @@ def test_partitions_of_memory_or_a_foreign_database_is_a_clear_error(tmp_path: P
 def test_open_db_is_the_one_door(tmp_path: Path) -> None:
     import argparse
 
-    import pytest
-
     import kiana.load
     from kiana.commands.common import open_db
     from kiana.errors import DatabaseError
@@ -116,3 +116,26 @@ def test_open_db_is_the_one_door(tmp_path: Path) -> None:
     con.close()
     with pytest.raises(DatabaseError, match="folder"):
         open_db(args(str(tmp_path)), must_exist=True, read_only=True)
+
+
+def test_progress_bar_draws_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from kiana.commands import load
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert load.progress_bar() is None
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    clock = iter([0.0, 0.5, 2.0])
+    monkeypatch.setattr(load.time, "monotonic", lambda: next(clock))
+    bar = load.progress_bar()
+    assert bar is not None
+    bar(1, 4, 10)  # within the first second: nothing
+    assert terminal.getvalue() == ""
+    bar(2, 4, 1234)
+    assert terminal.getvalue() == "\r[" + "#" * 15 + "." * 15 + "] 2/4 files, 1,234 documents"
