@@ -14,6 +14,12 @@ Altair's ``from_dict`` from the very Vega-Lite spec the report draws
     kiana.charts.overview(result.findings)              # kernel x GPU heat map
 
 Altair is imported inside the functions, so ``import kiana.charts`` stays light.
+
+Offline: the first chart made here enables the ``"kiana"`` renderer (unless another
+renderer than Altair's default was chosen): each chart output carries the Vega bundle
+the HTML report inlines, nothing is fetched from a CDN, so an executed notebook shows its
+charts without a network.  ``kiana.charts.offline()`` enables it by hand;
+``alt.renderers.enable("default")`` afterwards goes back to Altair's.
 """
 
 from __future__ import annotations
@@ -30,12 +36,53 @@ from kiana.report.charts.spec import visible_strings
 if TYPE_CHECKING:
     import altair as alt
 
-__all__ = ["finding", "overview", "series", "speedup", "sweep", "to_spec"]
+__all__ = ["finding", "offline", "overview", "series", "speedup", "sweep", "to_spec"]
+
+#: The name of kiana's offline renderer in ``alt.renderers``.
+RENDERER = "kiana"
+
+
+def render_offline(spec: dict[str, Any], **metadata: Any) -> dict[str, str]:
+    """An Altair renderer: the chart as HTML holding the Vega bundle (the report's,
+    :func:`kiana.report.assets.vega_bundle`) and the spec; no URL is loaded.
+    ``metadata["embed_options"]`` (``alt.renderers.set_embed_options``) go to vega-embed."""
+    from uuid import uuid4
+
+    from kiana.report.assets import vega_bundle
+    from kiana.report.components import json_text
+
+    target = f"kiana-chart-{uuid4().hex}"
+    embed = json_text(metadata.get("embed_options") or {})
+    html = (
+        f'<div id="{target}"></div><script type="text/javascript">{vega_bundle()}</script>'
+        '<script type="text/javascript">'
+        f'vegaEmbed("#{target}", {json_text(spec)}, {embed}).catch(function (err) {{'
+        f' document.getElementById("{target}").textContent = "chart failed: " + err; }});'
+        "</script>"
+    )
+    return {"text/html": html}
+
+
+def offline() -> None:
+    """Draw Altair charts with :func:`render_offline` (no network needed)."""
+    import altair as alt
+
+    if RENDERER not in alt.renderers.names():
+        alt.renderers.register(RENDERER, render_offline)
+    alt.renderers.enable(RENDERER)
+
+
+def _offline_unless_chosen() -> None:
+    import altair as alt
+
+    if alt.renderers.active in ("default", RENDERER):
+        offline()
 
 
 def _layer(spec: dict[str, Any]) -> alt.LayerChart:
     import altair as alt
 
+    _offline_unless_chosen()
     return alt.LayerChart.from_dict(spec)
 
 
@@ -69,6 +116,7 @@ def finding(
     """Both charts of one finding side by side (series of its worst workload, sweep)."""
     import altair as alt
 
+    _offline_unless_chosen()
     worst = frames.worst_step(steps, row)
     left = series_spec(
         runs,

@@ -86,10 +86,16 @@ def _open(browser: Any, path: Path) -> tuple[Any, Watch]:
 
 
 def _rendered_svgs(page: Any) -> int:
+    return _rendered_svgs_in(page, "div.chart svg")
+
+
+def _rendered_svgs_in(page: Any, selector: str) -> int:
+    """How many ``selector`` SVGs are drawn (wider than 50 px, over 3 marks)."""
     count: int = page.evaluate(
-        """() => Array.from(document.querySelectorAll('div.chart svg'))
+        """(selector) => Array.from(document.querySelectorAll(selector))
                  .filter(s => s.getBoundingClientRect().width > 50
-                              && s.querySelectorAll('path, rect, line').length > 3).length"""
+                              && s.querySelectorAll('path, rect, line').length > 3).length""",
+        selector,
     )
     return count
 
@@ -153,4 +159,19 @@ def test_hostile_strings_stay_text(browser: Any, tmp_path: Path) -> None:
     assert watch.dialogs == []
     assert watch.requests == []
     assert watch.errors == []
+    page.close()
+
+
+def test_notebook_chart_output_draws_offline(browser: Any, tmp_path: Path) -> None:
+    """kiana.charts' renderer: a chart output draws with every request refused."""
+    import kiana.charts
+    from tests.test_report_helpers import sample_runs
+
+    html = kiana.charts.render_offline(kiana.charts.to_spec(kiana.charts.speedup(sample_runs())))
+    out = tmp_path / "output.html"
+    out.write_text(f"<!DOCTYPE html><html><body>{html['text/html']}</body></html>")
+    page, watch = _open(browser, out)
+    page.wait_for_selector("div[id^=kiana-chart-] svg", timeout=15_000)
+    assert _rendered_svgs_in(page, "div[id^=kiana-chart-] svg") == 1
+    assert watch.requests == [] and watch.errors == []
     page.close()

@@ -5,12 +5,15 @@ check that on the bundled data/ they show what their text promises."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import nbclient
 import nbformat
 import pytest
+
+from kiana.report.assets import vega_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -36,6 +39,14 @@ def test_notebooks_exist_and_are_stored_without_outputs() -> None:
                 assert cell.get("outputs") == [] and cell.get("execution_count") is None, path.name
 
 
+#: What would make a chart output fetch Vega from the network (Altair's default renderer
+#: loads it from jsDelivr): a script with a ``src``, a CDN, requirejs paths, an ES import.
+REMOTE = re.compile(
+    r"<script[^>]*\bsrc\s*=|cdn\.jsdelivr|unpkg\.com|cdnjs|require\.config|import\(\s*[\"']http",
+    re.IGNORECASE,
+)
+
+
 def _text(output: Any) -> str:
     return str(output.get("text") or output.get("data", {}).get("text/plain", ""))
 
@@ -59,6 +70,16 @@ def test_notebook_runs_top_to_bottom(path: Path) -> None:
     assert charts, "the notebook draws no chart"
     for cell in charts:
         assert [_text(o) for o in cell.outputs if "data" in o][-1].startswith("alt."), cell.source
+        # drawn offline: the Vega bundle inlined in the output, no remote script
+        html = "".join(str(o.get("data", {}).get("text/html", "")) for o in cell.outputs)
+        assert vega_bundle() in html and 'vegaEmbed("#kiana-chart-' in html, cell.source
+    for cell in code:
+        for output in cell.outputs:
+            for kind, value in output.get("data", {}).items():
+                found = REMOTE.search(str(value))
+                assert found is None, (
+                    f"{path.name}: {kind} output loads {found and found.group()!r}"
+                )
     shown, fallbacks = PROMISES[path.stem]
     for text in shown:
         assert any(text in t for t in texts), f"{path.name} never shows {text!r}"
