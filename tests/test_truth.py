@@ -1,7 +1,10 @@
 """``kiana regressions --json`` on the bundled data/ reproduces the generator's ground truth.
 
 Findings are matched to truth rows by kernel, pass, provider, GPU, metric and the pair
-of sessions (``from_session``, ``to_session``), as in ``bench/detection.py``.
+of sessions (``from_session``, ``to_session``), as in ``bench/detection.py``; change
+points by kernel, pass, GPU and provider, the session after the shift within one session
+of the truth's ``to_session``; outlier sessions of the long history by their
+``Judgement.quality`` entry.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from kiana.generate import read_truth
+from kiana.generate import CorpusConfig, generate, read_truth
 from tests.conftest import ROOT
 
 DATA = ROOT / "data"
@@ -96,7 +99,7 @@ def test_conflicts_are_reported_not_judged(judged: dict[str, Any], truth: pl.Dat
 
 
 def test_no_regression_where_none_was_injected(findings: pl.DataFrame, truth: pl.DataFrame) -> None:
-    effects = truth.filter(pl.col("effect").is_in(FLAGS)).select(KEY)
+    effects = truth.filter(pl.col("effect").is_in([*FLAGS, "changepoint"])).select(KEY)
     outliers = truth.filter(pl.col("effect") == "outlier")
     touched = set(zip(outliers["kernel"], outliers["pass"], outliers["gpu"], outliers["to_session"], strict=True))  # fmt: skip
     flagged = findings.filter(pl.col("verdict").is_in(FLAGS)).join(effects, on=KEY, how="anti")
@@ -109,3 +112,75 @@ def test_coverage_counts_every_series(judged: dict[str, Any]) -> None:
     coverage = judged["coverage"]
     assert coverage["series"] >= coverage["compared"] > 0
     assert coverage["series"] - coverage["compared"] == sum(coverage["not_compared"].values())
+
+
+GROUP = ["kernel", "pass", "gpu"]
+
+
+@pytest.fixture(scope="module")
+def positions() -> pl.DataFrame:
+    """Each bundled session's position in its kernel, pass and GPU (planned, not read)."""
+    sessions = generate(CorpusConfig.bundled()).sessions
+    return sessions.select(*GROUP, "liger_version", "session", "position")
+
+
+def test_bundled_corpus_holds_a_long_history(truth: pl.DataFrame, positions: pl.DataFrame) -> None:
+    shifts = truth.filter(pl.col("effect") == "changepoint")
+    sessions = truth.filter(pl.col("effect") == "outlier", pl.col("workload").is_null())
+    assert shifts.height >= 2 and sessions.height >= 1
+    history = positions.join(shifts.select(GROUP).unique(), on=GROUP, how="semi")
+    assert history.height >= 30
+    for row in shifts.iter_rows(named=True):  # from_session is the session just before
+        at = history.filter(pl.col("session").is_in([row["from_session"], row["to_session"]]))
+        assert at.sort("position")["position"].diff().drop_nulls().to_list() == [1], row
+    for row in sessions.iter_rows(named=True):
+        assert row["from_session"] == row["to_session"], row
+
+
+def test_level_shifts_of_the_long_history_are_change_points(
+    judged: dict[str, Any], truth: pl.DataFrame, positions: pl.DataFrame
+) -> None:
+    found = pl.DataFrame(judged["changepoints"], infer_schema_length=None)
+    found = found.filter(pl.col("provider") == "liger", pl.col("metric") == "latency").join(
+        positions.rename({"liger_version": "to_version"}), on=[*GROUP, "to_version"]
+    )
+    shifts = truth.filter(pl.col("effect") == "changepoint").join(
+        positions.rename({"session": "to_session"}), on=[*GROUP, "to_session"]
+    )
+    assert shifts.height > 0
+    for row in shifts.iter_rows(named=True):
+        near = found.filter(
+            *(pl.col(k) == row[k] for k in GROUP),
+            (pl.col("position") - row["position"]).abs() <= 1,
+        )
+        assert near.height > 0, row
+        assert (near["change"] * row["change"] > 0).all(), (row, near["change"])
+
+
+def test_outlier_sessions_are_reported(judged: dict[str, Any], truth: pl.DataFrame) -> None:
+    quality = pl.DataFrame(judged["quality"], infer_schema_length=None)
+    steps = pl.DataFrame(judged["steps"], infer_schema_length=None)
+    sessions = truth.filter(pl.col("effect") == "outlier", pl.col("workload").is_null())
+    assert sessions.height > 0
+    for row in sessions.iter_rows(named=True):
+        same = [pl.col(k) == row[k] for k in ("kernel", "pass", "provider", "gpu", "metric")]
+        at = pl.col("session") == row["to_session"]
+        assert quality.filter(pl.col("kind") == "outlier", *same, at).height > 0, row
+        into = steps.filter(*same, pl.col("to_session") == row["to_session"])
+        marked = into.filter(pl.col("evidence").str.starts_with("outlier at"))
+        assert marked.height > 0 and (marked["verdict"] == "inconclusive").all(), row
+
+
+def test_nothing_is_called_a_change_at_an_outlier_session(
+    judged: dict[str, Any], findings: pl.DataFrame, truth: pl.DataFrame
+) -> None:
+    steps = pl.DataFrame(judged["steps"], infer_schema_length=None)
+    sessions = truth.filter(pl.col("effect") == "outlier", pl.col("workload").is_null())
+    assert sessions.height > 0
+    for row in sessions.iter_rows(named=True):
+        same = [pl.col(k) == row[k] for k in ("kernel", "pass", "provider", "gpu", "metric")]
+        s = row["to_session"]
+        at = (pl.col("from_session") == s) | (pl.col("to_session") == s)
+        for frame in (findings, steps):
+            called = frame.filter(*same, at, pl.col("verdict").is_in(FLAGS))
+            assert called.height == 0, called.select("from_session", "to_session", "verdict").rows()

@@ -192,7 +192,8 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         _print_report(result, findings, frame.height, args)
-    failing = {v: findings.filter(findings["verdict"] == v).height for v in args.fail_on}
+    unfolded = findings.filter(~findings["folded"])
+    failing = {v: unfolded.filter(unfolded["verdict"] == v).height for v in args.fail_on}
     failing = {v: n for v, n in failing.items() if n}
     if failing:
         counts = ", ".join(f"{n} {v}" for v, n in failing.items())
@@ -220,17 +221,30 @@ def _print_report(
 ) -> None:
     import polars as pl
 
-    counts = dict(findings.group_by("verdict").len().iter_rows())
+    own = findings.filter(~pl.col("folded"))
+    counts = dict(own.group_by("verdict").len().iter_rows())
     tally = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+    folded = findings.height - own.height
     print(
         f"judged {result.runs_judged:,} passed runs of {total:,}; "
-        f"{findings.height:,} findings: {tally}"
+        f"{own.height:,} findings: {tally}"
+        + (
+            f" ({folded:,} baseline drift folded into the Liger findings it explains)"
+            if folded
+            else ""
+        )
     )
     print(result.coverage.sentence())
-    if result.quality.height:
+    kinds = dict(result.quality.group_by("kind").len().iter_rows())
+    if kinds.get("conflict"):
         print(
-            f"data quality: {result.quality.height} session point(s) not judged: replicates "
-            "that disagree far beyond their noise (--json: quality)"
+            f"data quality: {kinds['conflict']} session point(s) not judged: replicates that "
+            "disagree far beyond their noise (--json: quality)"
+        )
+    if kinds.get("outlier"):
+        print(
+            f"data quality: {kinds['outlier']} outlier session(s): off their neighbours and "
+            "back at the next, not judged as changes (--json: quality)"
         )
     if findings.height == 0:
         print(

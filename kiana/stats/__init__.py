@@ -96,6 +96,7 @@ STEP_COLUMNS: tuple[str, ...] = (
     "noise",
     "noise_source",
     "is_liger",
+    "outlier",
     "evidence",
 )
 

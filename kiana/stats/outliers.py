@@ -13,12 +13,14 @@ series (consecutive steps only, not with ``--baseline``):
   directions;
 * the series comes back: the level of ``i+1`` is within half the smaller jump of the
   level of ``i-1`` (``|ln(L[i+1] / L[i-1])| <= min(|jump in|, |jump out|) / 2``);
-* its same-session control did not move with it (``|control severity| <
-  separation / 2`` on both steps, or no control): a control that moved too makes the
-  steps ``drift``, which stands.
+* its same-session control did not move with it: the control's own step is not in
+  the same direction by half the jump or more (``ln`` ratios), on both steps, or there
+  is no control.  A control that moved with it explains the session as the machine's
+  (``drift``, which stands).
 
-Both steps then become ``inconclusive`` with the evidence "outlier at <session>", and
-the session gets a ``quality`` entry (kind ``outlier``) naming it and its size.  The
+Both steps then become ``inconclusive`` with the evidence "outlier at <session>" and
+``outlier`` true (findings leave them out of the pooled evidence), and the session
+gets a ``quality`` entry (kind ``outlier``) naming it and its size.  The
 last session of a series cannot be known to return: its step keeps its verdict, and
 its evidence says so.
 """
@@ -43,9 +45,12 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
     ``quality`` row per outlier session.  ``steps`` are in series and session order."""
     keys = list(SERIES_KEYS)
     if steps.height == 0 or options.baseline is not None:
-        return steps, _empty_quality()
+        return steps.with_columns(pl.lit(False).alias("outlier")), _empty_quality()
     moved = pl.col("raw_verdict").is_in(["regression", "improvement"])
-    calm = (pl.col("control_severity").abs() < options.separation / 2).fill_null(True)
+    with_it = ((pl.col("control_log_ratio") > 0) == (pl.col("log_ratio") > 0)) & (
+        pl.col("control_log_ratio").abs() >= pl.col("log_ratio").abs() / 2
+    )
+    calm = (~with_it).fill_null(True)
     frame = steps.with_columns(
         pl.col("log_ratio").shift(-1).over(keys).alias("_next_lr"),
         moved.shift(-1).over(keys).alias("_next_moved"),
@@ -93,6 +98,7 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
     )
     touched = pl.col("_into") | pl.col("_out_of")
     marked = frame.with_columns(
+        touched.alias("outlier"),
         pl.when(touched & flagged & (pl.col("verdict") != "drift"))
         .then(pl.lit("inconclusive"))
         .otherwise(pl.col("verdict"))

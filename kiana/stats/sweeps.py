@@ -48,6 +48,9 @@ Verdict
   then no number of reruns helps: ``reruns`` is null and the evidence says so).
 * Without noise information on any workload, a finding is called on size alone only
   when every workload moved the same way by at least ``gross_change``.
+* Steps into or out of an outlier session (:mod:`kiana.stats.outliers`) are no
+  evidence: they leave the pooled estimate and the lone rule, and a finding whose every
+  step touches one is ``inconclusive`` ("outlier session").
 
 ``workloads_affected`` counts the steps with the finding's verdict (votes, for
 display only), ``confidence`` is the exact one-sided sign test of the sweep's
@@ -63,6 +66,7 @@ import math
 import numpy as np
 import polars as pl
 
+from kiana.stats.evidence import evidence, fold_baselines
 from kiana.stats.options import JudgeOptions
 from kiana.stats.pooling import KEYS, lone_z, pool, sign_confidence
 from kiana.vocabulary import FINDING_KEYS, VERDICTS, source_rank, verdict_rank
@@ -93,16 +97,10 @@ FINDING_COLUMNS: tuple[str, ...] = (
     "reruns",
     "noise_source",
     "is_liger",
+    "single_run",
+    "folded",
     "evidence",
 )
-
-
-def _pct(expr: pl.Expr, signed: bool = True) -> pl.Expr:
-    """``+4.1%`` (or ``4.1%``) of a relative change; null stays null."""
-    text = (expr * 100).round(1).cast(pl.String) + pl.lit("%")
-    if not signed:
-        return text
-    return pl.when(expr > 0).then(pl.lit("+") + text).otherwise(text)
 
 
 def _rel(log: pl.Expr) -> pl.Expr:
@@ -131,6 +129,14 @@ def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.Dat
     options = options or JudgeOptions()
     if steps.height == 0:
         return pl.DataFrame(schema=_schema())
+    # A step into or out of an outlier session (kiana.stats.outliers) is no evidence of
+    # a change: it leaves the pooled estimates and the lone-workload rule.
+    if "outlier" not in steps.columns:
+        steps = steps.with_columns(pl.lit(False).alias("outlier"))
+    steps = steps.with_columns(
+        pl.when(pl.col("outlier")).then(None).otherwise(pl.col(c)).alias(c)
+        for c in ("log_ratio", "adjusted_log_ratio", "control_log_ratio")
+    )
     has_adj = pl.col("adjusted_log_ratio").is_not_null()
     steps = steps.with_columns(
         pl.when(has_adj)
@@ -171,6 +177,7 @@ def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.Dat
         (pl.col("change") < 0).sum().cast(pl.Int64).alias("_down"),
         pl.col("control_provider").drop_nulls().mode().sort().first().alias("control_provider"),
         pl.col("is_liger").first(),
+        pl.col("outlier").sum().cast(pl.Int64).alias("_outliers"),
         *((v == name).sum().cast(pl.Int64).alias(f"_votes_{name}") for name in VERDICTS),
         pl.col("_vrank").filter(pl.col("_lone")).min().alias("_lone_rank"),
         pl.col("workload")
@@ -237,7 +244,9 @@ def _decide(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     )
     g = g.with_columns(
         sweep.alias("_sweep"),
-        pl.when(sweep.is_not_null())
+        pl.when(pl.col("_outliers") == pl.col("workloads_total"))
+        .then(pl.lit("outlier"))
+        .when(sweep.is_not_null())
         .then(pl.lit("sweep"))
         .when(lone)
         .then(pl.lit("lone"))
@@ -254,6 +263,8 @@ def _decide(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         .then(lone_verdict)
         .when(pl.col("_basis") == "gross")
         .then(gross_verdict)
+        .when(pl.col("_basis") == "outlier")
+        .then(pl.lit("inconclusive"))
         .otherwise(pl.col("_basis"))
         .alias("verdict")
     )
@@ -319,7 +330,18 @@ def _decide(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         pl.Series("confidence", confidence, dtype=pl.Float64),
         pl.when(flagged).then(pl.col("change").abs() * share).otherwise(0.0).alias("impact"),
     )
-    g = g.with_columns(_evidence(options).alias("evidence"))
+    carried = (
+        pl.when(pl.col("_basis") == "lone")
+        .then(pl.col("_lone_n"))
+        .otherwise(pl.col("workloads_total"))
+    )
+    g = g.with_columns(((carried == 1) & (pl.col("_runs") <= 1)).alias("single_run"))
+    single = (
+        pl.when(pl.col("single_run") & (pl.col("verdict") != "unchanged"))
+        .then(pl.lit("; rests on a single run on each side: a rerun would confirm it"))
+        .otherwise(pl.lit(""))
+    )
+    g = fold_baselines(g.with_columns((evidence(options) + single).alias("evidence")))
     return (
         g.with_columns(verdict_rank("verdict").alias("_rank"))
         .sort(
@@ -328,104 +350,6 @@ def _decide(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         )
         .select(FINDING_COLUMNS)
     )
-
-
-def _evidence(options: JudgeOptions) -> pl.Expr:
-    """One sentence per finding: the pooled estimate and what decided it."""
-    basis = pl.col("_basis")
-    n = pl.col("workloads_total").cast(pl.String)
-    k = pl.col("workloads_with_noise").cast(pl.String)
-    pooled = (
-        pl.lit("pooled ")
-        + _pct(pl.col("_pooled"))
-        + pl.lit(" ± ")
-        + _pct(pl.col("change_se"), signed=False)
-        + pl.lit(" over ")
-        + k
-        + pl.lit(" workload(s), |z| ")
-        + pl.col("severity").abs().round(1).cast(pl.String)
-        + pl.lit(", scatter ")
-        + _pct(pl.col("scatter"), signed=False)
-    )
-    direction = (
-        pl.col("_agree").cast(pl.String)
-        + pl.lit("/")
-        + n
-        + pl.when(pl.col("change") > 0).then(pl.lit(" up")).otherwise(pl.lit(" down"))
-    )
-    control = (
-        pl.when(pl.col("control_provider").is_not_null() & pl.col("control_change").is_not_null())
-        .then(
-            pl.lit("; raw ")
-            + _pct(pl.col("raw_change"))
-            + pl.lit(", control ")
-            + pl.col("control_provider")
-            + pl.lit(" ")
-            + _pct(pl.col("control_change"))
-        )
-        .when(pl.col("is_liger"))
-        .then(pl.lit("; no control"))
-        .otherwise(pl.lit("; baseline provider: drift indicator"))
-    )
-    missing = (
-        pl.when(pl.col("workloads_with_noise") < pl.col("workloads_total"))
-        .then(
-            pl.lit("; ")
-            + (pl.col("workloads_total") - pl.col("workloads_with_noise")).cast(pl.String)
-            + pl.lit(" workload(s) without noise information left out of the pooled estimate")
-        )
-        .otherwise(pl.lit(""))
-    )
-    t = f"{options.threshold:.0%}"
-    text = (
-        pl.when((basis == "sweep") & (pl.col("verdict") == "drift") & pl.col("is_liger"))
-        .then(
-            pl.lit("the machine moved, not the kernel: raw ")
-            + _pct(pl.col("raw_change"))
-            + pl.lit(" with its control; adjusted ")
-            + pooled
-            + pl.lit("; ")
-            + direction
-        )
-        .when(basis == "sweep")
-        .then(pl.lit("the sweep moved: ") + pooled + pl.lit("; ") + direction)
-        .when(basis == "lone")
-        .then(
-            pl.col("_lone_n").cast(pl.String)
-            + pl.lit(" of ")
-            + n
-            + pl.lit(" workload(s) far beyond the noise (")
-            + pl.col("workloads")
-            + pl.lit(", ")
-            + _pct(pl.col("change"))
-            + pl.lit("), the sweep did not move: ")
-            + pooled.fill_null("no pooled estimate")
-        )
-        .when(basis == "gross")
-        .then(
-            pl.lit("no noise information; every workload moved ")
-            + pl.lit(f">= {options.gross_change:.0%}")
-            + pl.lit(" the same way: called on size alone")
-        )
-        .when(basis == "unchanged")
-        .then(pooled + pl.lit(f"; could have seen a change of {t}"))
-        .otherwise(
-            pl.when(pl.col("workloads_with_noise") == 0)
-            .then(pl.lit("no noise information on any workload"))
-            .otherwise(
-                pooled
-                + pl.lit(f"; too uncertain to rule out {t}")
-                + pl.when(pl.col("reruns").is_not_null())
-                .then(
-                    pl.lit("; about ")
-                    + pl.col("reruns").cast(pl.String)
-                    + pl.lit(f" run(s) per session on each side would resolve a {t} change")
-                )
-                .otherwise(pl.lit("; the workloads disagree: reruns alone will not resolve it"))
-            )
-        )
-    )
-    return pl.concat_str([text.fill_null(""), control.fill_null(""), missing])
 
 
 def _schema() -> dict[str, pl.DataType]:
@@ -444,7 +368,7 @@ def _schema() -> dict[str, pl.DataType]:
             schema[name] = pl.String()
         elif name in ints:
             schema[name] = pl.Int64()
-        elif name == "is_liger":
+        elif name in ("is_liger", "single_run", "folded"):
             schema[name] = pl.Boolean()
         elif name.endswith("observed_at"):
             schema[name] = pl.Datetime("us")
