@@ -219,3 +219,21 @@ def test_a_level_shift_after_an_outlier_is_still_a_change() -> None:
     rows = [run("0.8.0", m, day=3 * d, p20=m, p80=m) for d, m in enumerate(levels)]
     steps = judge(frame(rows)).steps
     assert steps["verdict"].to_list()[2:5] == ["inconclusive", "inconclusive", "improvement"]
+
+
+def test_baseline_drift_is_folded_into_the_liger_finding_it_explains() -> None:
+    rows = sitting("0.7.0", 1, {"liger": 100.0, "torch": 200.0})
+    rows += sitting("0.8.0", 9, {"liger": 110.0, "torch": 220.0})
+    found = judge(frame(rows)).findings
+    torch = found.filter(pl.col("provider") == "torch").row(0, named=True)
+    liger = found.filter(pl.col("provider") == "liger").row(0, named=True)
+    assert (torch["verdict"], torch["folded"]) == ("drift", True)
+    assert (liger["verdict"], liger["folded"]) == ("drift", False)
+    assert "baselines moved too: torch +10.0%" in liger["evidence"]
+
+
+def test_a_finding_on_one_run_says_so() -> None:
+    rows = sitting("0.7.0", 1, {"liger": 100.0}) + sitting("0.8.0", 9, {"liger": 120.0})
+    row = judge(frame(rows)).findings.row(0, named=True)
+    assert row["verdict"] == "regression" and row["single_run"]
+    assert "rests on a single run on each side" in row["evidence"]
