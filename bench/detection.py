@@ -3,10 +3,16 @@
 Run by hand (not part of the tests)::
 
     .venv/bin/python bench/detection.py [--seeds 0 1 2 3 4] [--sweep-size 5] [--misses]
+    .venv/bin/python bench/detection.py --write DIR   # only write DIR/seed-N/{documents.jsonl,truth.csv,sessions.csv}
+    .venv/bin/python bench/detection.py --read DIR    # evaluate those folders
 
 For each seed, :mod:`kiana.generate` makes a corpus with known effects (see
-:func:`corpus_config`), the documents go through the real loader into an in-memory
-database and :func:`kiana.stats.judge` judges them.  Evaluation is per *finding*: one
+:func:`corpus_config`; ``--histories 6`` long histories by default), written to a folder
+(a temporary one unless ``--write``), the documents go through the real loader into an
+in-memory database and :func:`kiana.stats.judge` judges them.  ``--read`` evaluates
+folders written earlier, needing nothing from :mod:`kiana.generate`: run with
+``PYTHONPATH`` at an older checkout, it measures that checkout's statistics on the same
+documents (columns the older statistics lack count as not reported).  Evaluation is per *finding*: one
 kernel, pass, provider (``liger``), GPU and metric (latency) between two consecutive
 sessions.  The universe of findings comes from the generator's sessions
 (``Corpus.sessions``: consecutive sessions of one kernel, pass and GPU in (version,
@@ -32,6 +38,16 @@ Rows of the table (targets in brackets):
   share of them [<= 1%];
 * environment shifts not called regression or improvement [>= 98%].
 
+Long histories (groups with truth ``changepoint`` rows) are left out of the rows above
+and judged apart (:func:`history_rows`, kiana only): change-point recall (a ``liger``
+latency change point of the group whose first session after the shift is within one
+session of the truth's ``to_session``) and precision (kiana's change points in the long
+histories, one per group and session), the level-shift step's finding, and per outlier
+truth row (sessions of long histories, single runs elsewhere) whether it was called a
+change (a regression/improvement finding or step at its session, or a change point into
+or out of it) and whether ``Judgement.quality`` reports it as an ``outlier``; then the
+same by noise level, reported spread and outlier size.
+
 Contenders, on the same sessions (medians of a session's runs per workload): ``asv
 5%`` flags a finding when a workload moved by 5% or more (airspeed velocity's default
 ``--factor 1.05``); ``conbench z`` when a workload's new session lies 5 or more
@@ -48,12 +64,15 @@ from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from kiana.generate import Corpus, CorpusConfig, generate, write_corpus
 from kiana.load import connect, load, runs
 from kiana.stats import judge
+
+if TYPE_CHECKING:
+    from kiana.generate import CorpusConfig
 
 GROUP = ["kernel", "pass", "gpu"]
 UNIT = [*GROUP, "from_session", "to_session"]
@@ -63,6 +82,8 @@ FLAGS = ("regression", "improvement")
 
 def corpus_config(seed: int, sweep_size: int, **changes: float) -> CorpusConfig:
     """The default corpus with more of every case, so five seeds give enough of each."""
+    from kiana.generate import CorpusConfig
+
     return CorpusConfig(
         seed=seed,
         sweep_size=sweep_size,
@@ -74,9 +95,9 @@ def corpus_config(seed: int, sweep_size: int, **changes: float) -> CorpusConfig:
     )
 
 
-def units(corpus: Corpus) -> pl.DataFrame:
+def units(sessions: pl.DataFrame) -> pl.DataFrame:
     """Every Liger latency finding there is to make: consecutive sessions of a group."""
-    sessions = corpus.sessions.sort(*GROUP, "position")
+    sessions = sessions.sort(*GROUP, "position")
     nxt = [pl.col(c).shift(-1).over(GROUP) for c in ("session", "liger_version", "rerun")]
     return (
         sessions.with_columns(
@@ -206,14 +227,195 @@ def contenders(frame: pl.DataFrame, labelled: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def one_corpus(seed: int, sweep_size: int, **changes: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+TRUTH_SCHEMA = {
+    c: pl.Float64 if c == "change" else pl.String
+    for c in (
+        "kernel", "pass", "provider", "gpu", "workload", "metric", "from_version",
+        "to_version", "from_session", "to_session", "effect", "change", "note",
+    )
+}  # fmt: skip
+SESSIONS_FILE = "sessions.csv"
+
+
+def write_seed(seed: int, sweep_size: int, folder: Path, **changes: float) -> None:
+    """One seed's corpus as a folder: documents.jsonl, truth.csv and sessions.csv."""
+    from kiana.generate import generate, write_corpus
+
     corpus = generate(corpus_config(seed, sweep_size, **changes))
-    with tempfile.TemporaryDirectory() as tmp:
-        write_corpus(corpus, Path(tmp), layout="jsonl")
-        con = connect(None)
-        load(con, [Path(tmp)])
-        frame = runs(con)
-        con.close()
+    write_corpus(corpus, folder, layout="jsonl")
+    corpus.sessions.write_csv(folder / SESSIONS_FILE)
+
+
+def read_seed(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A folder's truth and sessions (written by :func:`write_seed`)."""
+    truth = pl.read_csv(folder / "truth.csv", schema=TRUTH_SCHEMA)
+    sessions = pl.read_csv(
+        folder / SESSIONS_FILE,
+        schema_overrides={"liger_version": pl.String, "session": pl.String},
+    )
+    return truth, sessions
+
+
+def history_groups(truth: pl.DataFrame) -> pl.DataFrame:
+    """The kernel, pass and GPU of every long history (the groups with change points)."""
+    return truth.filter(pl.col("effect") == "changepoint").select(GROUP).unique()
+
+
+def kiana_changepoints(cps: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """kiana's change points as (group, provider, workload, position of the first session
+    after the shift); a label's first session stands for it."""
+    first = (
+        sessions.sort("position")
+        .unique([*GROUP, "liger_version"], keep="first")
+        .select(*GROUP, pl.col("liger_version").alias("to_version"), "position")
+    )
+    return (
+        cps.filter(pl.col("metric") == "latency")
+        .select(*GROUP, "provider", "workload", "to_version")
+        .join(first, on=[*GROUP, "to_version"], how="inner")
+    )
+
+
+def _near(frame: pl.DataFrame, found: pl.DataFrame, left: str, on: list[str]) -> pl.Series:
+    """Per row of ``frame``: whether ``found`` (with ``position``) has a row of the same
+    ``on`` keys within one session of ``frame[left]``."""
+    if frame.height == 0:
+        return pl.Series([], dtype=pl.Boolean)
+    numbered = frame.with_row_index("_row")
+    hits = (
+        numbered.join(found.select(*on, "position"), on=on, how="inner")
+        .filter((pl.col("position") - pl.col(left)).abs() <= 1)
+        .select("_row")
+        .unique()
+    )
+    return numbered.join(hits.with_columns(pl.lit(True).alias("_hit")), on="_row", how="left")[
+        "_hit"
+    ].fill_null(False)
+
+
+def history_rows(
+    result: object, truth: pl.DataFrame, sessions: pl.DataFrame, seed: int
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Per seed: the true change points (found?), kiana's change points in long histories
+    (true?), and every outlier truth row (called a change? reported as an outlier?)."""
+    position = sessions.select(*GROUP, pl.col("session").alias("s"), "position")
+    histories = history_groups(truth)
+    cps = kiana_changepoints(getattr(result, "changepoints"), sessions)  # noqa: B009
+    liger_cps = cps.filter(pl.col("provider") == "liger")
+    noise = pl.col("note").str.extract(r"noise ([0-9.]+%)").alias("noise")
+    spread = pl.col("note").str.extract(r"(zero spread|spread reported)").alias("spread")
+    true_cps = (
+        truth.filter(pl.col("effect") == "changepoint")
+        .join(position, left_on=[*GROUP, "to_session"], right_on=[*GROUP, "s"])
+        .rename({"position": "to_position"})
+        .with_columns(noise, spread)
+    )
+    true_cps = true_cps.with_columns(
+        _near(true_cps, liger_cps, "to_position", GROUP).alias("found")
+    )
+    findings: pl.DataFrame = getattr(result, "findings")  # noqa: B009
+    shift_steps = findings.filter(pl.col("provider") == "liger", pl.col("metric") == "latency")
+    shift_steps = shift_steps.select(
+        *GROUP, "from_session", "to_session", pl.col("verdict").alias("step_verdict")
+    )
+    true_cps = true_cps.join(shift_steps, on=UNIT, how="left").with_columns(
+        (
+            pl.col("step_verdict")
+            == pl.when(pl.col("change") > 0)
+            .then(pl.lit("regression"))
+            .otherwise(pl.lit("improvement"))
+        )
+        .fill_null(False)
+        .alias("step_called")
+    )
+    mine = (
+        liger_cps.join(histories, on=GROUP, how="semi")
+        .select(*GROUP, "position")
+        .unique()
+        .rename({"position": "at"})
+    )
+    truth_at = true_cps.select(*GROUP, pl.col("to_position").alias("position"))
+    mine = mine.with_columns(_near(mine, truth_at, "at", GROUP).alias("true"))
+    outliers = outlier_rows(result, truth, sessions, cps).with_columns(noise, spread)
+    seeded = pl.lit(seed).alias("seed")
+    return true_cps.with_columns(seeded), mine.with_columns(seeded), outliers.with_columns(seeded)
+
+
+def outlier_rows(
+    result: object, truth: pl.DataFrame, sessions: pl.DataFrame, cps: pl.DataFrame
+) -> pl.DataFrame:
+    """Every outlier truth row: ``history`` (a whole ``liger`` session of a long
+    history, workload null) or a single run; ``called`` when a regression/improvement
+    finding or step, or a change point into or out of it, sits at its session;
+    ``reported`` when ``Judgement.quality`` has an ``outlier`` entry for it."""
+    rows = (
+        truth.filter(pl.col("effect") == "outlier")
+        .join(
+            sessions.select(*GROUP, pl.col("session").alias("to_session"), "position"),
+            on=[*GROUP, "to_session"],
+            how="left",
+        )
+        .with_row_index("_row")
+        .with_columns(pl.col("workload").is_null().alias("history"))
+    )
+    keys = [*GROUP, "provider"]
+    findings: pl.DataFrame = getattr(result, "findings")  # noqa: B009
+    steps: pl.DataFrame = getattr(result, "steps")  # noqa: B009
+    quality: pl.DataFrame = getattr(result, "quality")  # noqa: B009
+    called: dict[str, list[pl.DataFrame]] = {"by_finding": [], "by_step": [], "by_cp": []}
+    for end in ("from_session", "to_session"):
+        flagged = findings.filter(pl.col("verdict").is_in(FLAGS), pl.col("metric") == "latency")
+        called["by_finding"].append(
+            rows.join(flagged.select(*keys, end), left_on=[*keys, "to_session"],
+                      right_on=[*keys, end]).select("_row")
+        )  # fmt: skip
+        if end in steps.columns:
+            moved = steps.filter(pl.col("verdict").is_in(FLAGS), pl.col("metric") == "latency")
+            hits = rows.join(
+                moved.select(*keys, "workload", end).rename({"workload": "_w"}),
+                left_on=[*keys, "to_session"],
+                right_on=[*keys, end],
+            )
+            called["by_step"].append(
+                hits.filter(
+                    pl.col("workload").is_null() | (pl.col("workload") == pl.col("_w"))
+                ).select("_row")
+            )
+    near = rows.join(cps.rename({"workload": "_w", "position": "_p"}), on=keys).filter(
+        pl.col("_p").is_between(pl.col("position"), pl.col("position") + 1),
+        pl.col("workload").is_null() | (pl.col("workload") == pl.col("_w")),
+    )
+    called["by_cp"].append(near.select("_row"))
+    outliers = quality.filter(pl.col("kind") == "outlier") if "kind" in quality.columns else quality
+    if outliers.height:
+        found = rows.join(
+            outliers.select(*keys, pl.col("workload").alias("_w"), "session"),
+            left_on=[*keys, "to_session"],
+            right_on=[*keys, "session"],
+        ).filter(pl.col("workload").is_null() | (pl.col("workload") == pl.col("_w")))
+        reported = found.select("_row").unique()
+    else:
+        reported = pl.DataFrame(schema={"_row": pl.UInt32})
+    out = rows.join(reported.with_columns(pl.lit(True).alias("reported")), on="_row", how="left")
+    for name, frames in called.items():
+        hit = pl.concat([f.cast({"_row": pl.UInt32}) for f in frames]).unique() if frames else None
+        if hit is None:
+            out = out.with_columns(pl.lit(False).alias(name))
+        else:
+            out = out.join(hit.with_columns(pl.lit(True).alias(name)), on="_row", how="left")
+    flags = ["reported", *called]
+    out = out.with_columns(pl.col(flags).fill_null(False))
+    return out.with_columns(pl.any_horizontal(*called).alias("called")).drop("_row")
+
+
+def one_corpus(
+    seed: int, folder: Path
+) -> tuple[pl.DataFrame, pl.DataFrame, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
+    truth, sessions = read_seed(folder)
+    con = connect(None)
+    load(con, [folder / "documents.jsonl"])
+    frame = runs(con)
+    con.close()
     started = time.monotonic()
     result = judge(frame)
     elapsed = time.monotonic() - started
@@ -224,16 +426,18 @@ def one_corpus(seed: int, sweep_size: int, **changes: float) -> tuple[pl.DataFra
             f"kiana.stats.judge does not follow the session contract yet (findings lack "
             f"{missing or 'nothing'}; quality {'present' if hasattr(result, 'quality') else 'absent'})"
         )
+    histories = history_groups(truth)
     mine = findings.filter(pl.col("provider") == "liger", pl.col("metric") == "latency").select(
         *UNIT, pl.col("verdict").alias("kiana"), pl.col("workloads").alias("named")
     )
-    labelled = label(units(corpus), corpus.truth)
+    release = sessions.join(histories, on=GROUP, how="anti")
+    labelled = label(units(release), truth.join(histories, on=GROUP, how="anti"))
     merged = labelled.join(mine, on=UNIT, how="left").with_columns(
         pl.col("kiana").fill_null("not reported")
     )
-    merged = contenders(frame, merged)
+    merged = contenders(frame.join(histories, on=GROUP, how="anti"), merged)
     quality = result.quality.filter(pl.col("kind") == "conflict")
-    conflicts = corpus.truth.filter(pl.col("effect") == "conflict").select(
+    conflicts = truth.filter(pl.col("effect") == "conflict").select(
         *GROUP, pl.col("to_session").alias("session")
     )
     reported = conflicts.join(
@@ -247,13 +451,15 @@ def one_corpus(seed: int, sweep_size: int, **changes: float) -> tuple[pl.DataFra
     coverage = getattr(result, "coverage", None)
     print(
         f"seed {seed}: {frame.height} runs, {findings.height} findings judged in {elapsed:.2f}s; "
-        f"{labelled.height} Liger session pairs; {strays.height} regression/improvement "
-        f"findings outside them (baselines or other pairs); coverage {coverage}"
+        f"{labelled.height} Liger session pairs outside long histories; {strays.height} "
+        f"regression/improvement findings outside them (baselines, other pairs, long "
+        f"histories); coverage {coverage}"
     )
     extra = pl.DataFrame(
         {"seed": [seed], "conflicts": [conflicts.height], "reported": [reported.height]}
     )
-    return merged.with_columns(pl.lit(seed).alias("seed")), extra
+    history = history_rows(result, truth, sessions, seed)
+    return merged.with_columns(pl.lit(seed).alias("seed")), extra, history
 
 
 def _equals(value: str, verdict: pl.Expr) -> pl.Expr:
@@ -314,6 +520,59 @@ def table(merged: pl.DataFrame, conflicts: pl.DataFrame) -> list[tuple[str, ...]
     return rows
 
 
+def _rate(frame: pl.DataFrame, column: str) -> str:
+    return f"{frame[column].sum() / frame.height:.3f}" if frame.height else "-"
+
+
+def history_table(
+    true_cps: pl.DataFrame, mine: pl.DataFrame, outliers: pl.DataFrame
+) -> list[tuple[str, ...]]:
+    """Long histories and outliers: kiana only (the contenders have no change points)."""
+    history = outliers.filter(pl.col("history"))
+    single = outliers.filter(~pl.col("history"))
+    return [
+        ("change points found (+-1 session)", str(true_cps.height), _rate(true_cps, "found")),
+        ("change-point precision (long histories)", str(mine.height), _rate(mine, "true")),
+        ("level-shift step called in its direction", str(true_cps.height),
+         _rate(true_cps, "step_called")),
+        ("outlier sessions called changes", str(history.height), _rate(history, "called")),
+        ("  by a regression/improvement finding", str(history.height),
+         _rate(history, "by_finding")),
+        ("  by a regression/improvement step", str(history.height), _rate(history, "by_step")),
+        ("  by a change point into or out of it", str(history.height), _rate(history, "by_cp")),
+        ("outlier sessions reported as outlier", str(history.height), _rate(history, "reported")),
+        ("one-run outliers (release series) called changes", str(single.height),
+         _rate(single, "called")),
+        ("one-run outliers reported as outlier", str(single.height), _rate(single, "reported")),
+    ]  # fmt: skip
+
+
+def breakdown(true_cps: pl.DataFrame, outliers: pl.DataFrame) -> list[tuple[str, ...]]:
+    """Long histories by noise level and reported spread, and outliers by size."""
+    rows: list[tuple[str, ...]] = []
+    history = outliers.filter(pl.col("history"))
+    for (noise, spread), frame in sorted(true_cps.group_by("noise", "spread")):
+        out = history.filter(pl.col("noise") == noise, pl.col("spread") == spread)
+        rows.append((f"noise {noise}, {spread}", str(frame.height), _rate(frame, "found"),
+                     str(out.height), _rate(out, "called"), _rate(out, "reported")))  # fmt: skip
+    sized = history.with_columns(pl.col("change").abs().round(2).alias("size"))
+    for (size,), frame in sorted(sized.group_by("size")):
+        rows.append((f"outlier size {size:.0%}", "", "", str(frame.height),
+                     _rate(frame, "called"), _rate(frame, "reported")))  # fmt: skip
+    return rows
+
+
+def _print(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    print()
+    for row in [header, *rows]:
+        cells = [
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        print("  ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -327,22 +586,44 @@ def main() -> None:
     parser.add_argument(
         "--session-noise", type=float, default=0.5, help="run-to-run noise, in spread sigmas"
     )
+    parser.add_argument(
+        "--histories", type=int, default=6, help="long histories per corpus (0: none)"
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--write", type=Path, metavar="DIR", help="only write the corpora to DIR/seed-N and stop"
+    )
+    where.add_argument(
+        "--read", type=Path, metavar="DIR", help="evaluate the corpora written by --write DIR"
+    )
     parser.add_argument("--misses", action="store_true", help="list kiana's misses")
     args = parser.parse_args()
-    changes = {"min_noise_multiple": args.min_noise_multiple, "session_noise": args.session_noise}
-    parts = [one_corpus(s, args.sweep_size, **changes) for s in args.seeds]
+    changes = {
+        "min_noise_multiple": args.min_noise_multiple,
+        "session_noise": args.session_noise,
+        "histories": args.histories,
+    }
+    if args.write:
+        for seed in args.seeds:
+            write_seed(seed, args.sweep_size, args.write / f"seed-{seed}", **changes)
+        print(f"wrote seeds {args.seeds} to {args.write}")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.read or Path(tmp)
+        if not args.read:
+            for seed in args.seeds:
+                write_seed(seed, args.sweep_size, root / f"seed-{seed}", **changes)
+        parts = [one_corpus(s, root / f"seed-{s}") for s in args.seeds]
     merged = pl.concat([p[0] for p in parts])
     conflicts = pl.concat([p[1] for p in parts])
-    rows = table(merged, conflicts)
-    header = ("case", "n", *METHODS, "target")
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    print()
-    for row in [header, *rows]:
-        cells = [
-            str(c).ljust(w) if i == 0 else str(c).rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        print("  ".join(cells))
+    true_cps, mine, outliers = (pl.concat([p[2][i] for p in parts]) for i in range(3))
+    _print(("case", "n", *METHODS, "target"), table(merged, conflicts))
+    _print(("long histories and outliers", "n", "kiana"), history_table(true_cps, mine, outliers))
+    _print(
+        ("long histories by", "change points", "found", "outliers", "called change",
+         "reported outlier"),
+        breakdown(true_cps, outliers),
+    )  # fmt: skip
     if args.misses:
         wrong = (
             (pl.col("case").str.contains("regression") & (pl.col("kiana") != "regression"))
@@ -354,6 +635,9 @@ def main() -> None:
             print(merged.filter(wrong).select(
                 "seed", *GROUP, "from_version", "to_version", "to_session", "case", "change",
                 "kiana", "named",
+            ))  # fmt: skip
+            print(true_cps.filter(~pl.col("found")).select(
+                "seed", *GROUP, "to_version", "change", "noise", "spread", "step_verdict",
             ))  # fmt: skip
 
 

@@ -45,6 +45,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         ("min-noise-multiple", "smallest injected effect in units of the series' spread"),
     ):
         parser.add_argument(f"--{name}", type=float, metavar="X", help=text)
+    parser.add_argument(
+        "--histories",
+        type=int,
+        metavar="N",
+        help="N long histories (30-100 consecutive sessions each) with outlier sessions "
+        "and level shifts (truth effects outlier and changepoint)",
+    )
     parser.add_argument("--memory", action="store_true", help="also write memory (MB) rows")
     parser.add_argument(
         "--layout",
@@ -85,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         "replicate_rate", "regression_rate", "improvement_rate", "drift_rate", "outlier_rate",
         "rerun_rate", "conflict_rate",
         "zero_spread_share", "min_change", "min_noise_multiple", "sweep_size", "head_label",
+        "histories",
     ):  # fmt: skip
         if getattr(args, name) is not None:
             changes[name] = getattr(args, name)

@@ -13,6 +13,7 @@ platform's float formatting.
 Modules: :mod:`~kiana.generate.catalog` (kernels, GPUs, releases),
 :mod:`~kiana.generate.config` (:class:`CorpusConfig`), :mod:`~kiana.generate.model`
 (latency and noise), :mod:`~kiana.generate.plan` (sessions, effects, truth),
+:mod:`~kiana.generate.histories` (long histories),
 :mod:`~kiana.generate.corpus` (runs and documents), :mod:`~kiana.generate.truth`
 and :mod:`~kiana.generate.output` (files).
 
@@ -63,7 +64,27 @@ Injected effects
   another implementation's runs under the provider name ``liger`` (every workload,
   2x-6x slower or faster than the Triton runs) minutes after the session's own
   rounds, as when a backend's CSV names its rows ``liger``;
-* outliers: one run (not a step) off by +15..80% (or -10..30%).
+* outliers: one run (not a step) off by +15..80% (or -10..30%);
+* long histories (below): outlier *sessions* and level shifts that stay.
+
+Long histories
+--------------
+With ``histories = N`` (default 0; the bundled corpus holds one of 30 sessions,
+``bench/detection.py`` plans six per corpus), N extra kernel, pass and GPU groups are
+benchmarked many times (``history_sessions``, 30..100 by default), each sitting under
+its own development-tree label ``main-001``, ``main-002``, ... (not PEP 440: kiana
+orders them by time; one label per session, so a change point's ``to_version`` names
+its session).  A history runs on a GPU the corpus does not otherwise use (else with a
+kernel it does not), with ``liger`` and one control provider, one round per session,
+1-3 days apart.  Its shape is the one of issue 16: an outlier session (every ``liger``
+workload off by the history's outlier size, ``history_outliers`` in turn, either sign;
+back at the next session), a level shift of 8-16% 2-5 sessions later that stays, a
+second shift of 10-25% at least 8 sessions on, and a second outlier session between or
+after the shifts (never the last two sessions).  Each history has its own run-to-run
+noise of the medians (``history_noise`` in turn: 0.2%, 0.5%, 1%, 2%) and, every other
+history, runs that report p20 = median = p80 (zero spread).  Histories are planned
+last, from a generator of their own, so a config with ``histories = 0`` gives the same
+corpus as before they existed.
 
 Model of noise
 --------------
@@ -104,10 +125,16 @@ One row per injected effect and series group, columns :data:`TRUTH_COLUMNS`:
   change has ``from_version = to_version``), ``drift`` (a row for every provider of
   every kernel and pass on the shifted GPU), ``conflict`` (provider ``liger``,
   workload null: the session holds another implementation's runs), ``outlier`` (the
-  single run's provider and workload, in the session named);
+  single run's provider and workload, in the session named; in a long history,
+  provider ``liger`` and workload null: the whole session is off and the next is
+  back, ``from_session = to_session`` = that session), ``changepoint`` (long
+  histories only: provider ``liger``, workload null, a level shift that stays;
+  ``from_session``/``to_session`` the sessions on each side of it; its step is not
+  repeated as a ``regression``/``improvement`` row);
 * ``change``: relative, +0.10 = 10% slower, exactly the factor applied (``1 +
   change``; for a conflict the other implementation's factor on the true latency);
-* ``note``: what was planted, for people.
+* ``note``: what was planted, for people (a long history's rows name its noise level
+  and whether its runs report zero spread).
 
 Session pairs not named are unchanged; ``Corpus.sessions`` lists every session (same
 -label re-benchmarks without a change included, ``rerun`` = 1).

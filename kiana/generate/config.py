@@ -98,6 +98,18 @@ class CorpusConfig:
     memory: bool = False
     #: Force at least one of every kind of effect whose rate is > 0.
     guarantee_effects: bool = True
+    #: Long histories: this many extra kernel, pass and GPU groups (``liger`` and one
+    #: control) benchmarked at many consecutive dev-tree labels, each with outlier
+    #: sessions and level shifts that stay (see kiana.generate, "Long histories").
+    histories: int = 0
+    #: Sessions per long history, drawn within this range.
+    history_sessions: tuple[int, int] = (30, 100)
+    #: Run-to-run noise of a history's medians (relative sigma), one level per history
+    #: in turn.
+    history_noise: tuple[float, ...] = (0.002, 0.005, 0.01, 0.02)
+    #: Sizes of a history's outlier sessions (relative, either sign), one per history
+    #: in turn.
+    history_outliers: tuple[float, ...] = (0.15, 0.25, 0.41, 0.6)
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -127,7 +139,8 @@ class CorpusConfig:
         rounds = 1 + self.replicate_rate * (self.replicates - 1) + self.conflict_rate / 3
         sessions = len(self.version_labels) * (1 + self.rerun_rate)
         total = per_gpu_version * len(self.gpus) * sessions * rounds
-        return round(total * (2 if self.memory else 1))
+        history = self.histories * 2 * self.sweep_size * sum(self.history_sessions) / 2
+        return round((total + history) * (2 if self.memory else 1))
 
     @classmethod
     def sized(cls, target_runs: int, *, seed: int = 0, **changes: Any) -> CorpusConfig:
@@ -179,6 +192,10 @@ class CorpusConfig:
             rerun_rate=0.05,
             conflict_rate=0.01,
             outlier_rate=0.002,
+            histories=1,
+            history_sessions=(30, 30),
+            history_noise=(0.002,),
+            history_outliers=(0.41,),
         )
 
 
@@ -223,6 +240,14 @@ def _problems(config: CorpusConfig) -> list[str]:
         problems.append("changes must be below 1 (an improvement of 100% is free code)")
     if not 1 < config.conflict_factors[0] <= config.conflict_factors[1]:
         problems.append("conflict_factors must be > 1 and ordered")
+    if config.histories < 0 or not 24 <= config.history_sessions[0] <= config.history_sessions[1]:
+        problems.append("histories must be >= 0 and history_sessions ordered, from 24 up")
+    elif config.history_sessions[1] > 1000:
+        problems.append("history_sessions must be at most 1000")
+    if not config.history_noise or any(x < 0 or x >= 0.2 for x in config.history_noise):
+        problems.append("history_noise must hold levels within 0..0.2")
+    if not config.history_outliers or any(not 0 < x < 1 for x in config.history_outliers):
+        problems.append("history_outliers must hold sizes within 0..1 (exclusive)")
     if config.min_noise_multiple < 0 or config.session_noise < 0 or config.machine_noise < 0:
         problems.append("noise levels and min_noise_multiple must not be negative")
     return problems

@@ -35,8 +35,9 @@ class Corpus:
 
     def __init__(self, config: CorpusConfig) -> None:
         self.config = config
-        self.versions = config.version_labels
         self._plan = plan(config)
+        #: Every label, long histories' dev-tree labels (main-001, ...) included, in order.
+        self.versions = self._plan.versions
         self._truth_frame: pl.DataFrame | None = None
 
     @property
@@ -107,6 +108,7 @@ class Corpus:
         config = self.config
         sigma_scale = config.session_noise / SPREAD_SIGMAS
         outliers = self._plan.outliers
+        histories, session_factors = self._plan.histories, self._plan.session_factors
         for index, r in enumerate(self._plan.rounds):
             rng = random.Random(f"kiana-generate:{config.seed}:{index}")
             gauss, uniform, rand = rng.gauss, rng.uniform, rng.random
@@ -115,16 +117,22 @@ class Corpus:
             version = self.versions[r.version]
             point = (r.version, r.rerun)
             machine = math.exp(gauss(0, config.machine_noise)) if config.machine_noise else 1.0
+            history = histories.get(r.group)
+            off = session_factors.get((r.group, point), 1.0)
             for position, series in enumerate(group.series):
                 if r.backend is not None and series.provider != "liger":
                     continue
                 median = series.base_ns * group.factor(series, point) * machine
                 median *= r.backend or 1.0
-                median *= math.exp(gauss(0, sigma_scale * series.spread))
+                sigma = history.noise if history else sigma_scale * series.spread
+                median *= math.exp(gauss(0, sigma))
                 median *= outliers.get((index, position), 1.0)
+                if series.provider == "liger":
+                    median *= off
                 spread = series.spread * math.exp(gauss(0, 0.25))
                 lower = uniform(0.4, 0.55)
-                if rand() < config.zero_spread_share and median >= config.slow_ns:
+                zero = rand() < config.zero_spread_share and median >= config.slow_ns
+                if history.zero_spread if history else zero:
                     ms_20 = ms_50 = ms_80 = f32_ms(median)
                 else:
                     ms_20 = f32_ms(median * (1 - lower * spread))

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from kiana.generate.catalog import KERNELS, release_dates, resolve_gpu
 from kiana.generate.config import CorpusConfig, baselines_of, passes_of
+from kiana.generate.histories import History, plan_histories
 from kiana.generate.model import Change, Group, Point, loguniform, plan_series, workloads
 from kiana.generate.truth import Effect
 
@@ -48,6 +49,10 @@ class Plan:
     #: (round index, series position) -> factor of a run that is off.
     outliers: dict[tuple[int, int], float] = field(default_factory=dict)
     truth: list[dict[str, Any]] = field(default_factory=list)
+    #: Long histories: group index -> its noise (how its runs are drawn).
+    histories: dict[int, History] = field(default_factory=dict)
+    #: (group index, point) -> factor on every ``liger`` run of an outlier session.
+    session_factors: dict[tuple[int, Point], float] = field(default_factory=dict)
 
 
 def plan(config: CorpusConfig) -> Plan:
@@ -72,6 +77,8 @@ class _Planner:
         self._conflicts(rng)
         self.rounds.sort(key=lambda r: (r.version, r.at, r.group, r.replicate))
         self._outliers(rng)
+        # Drawn last, from their own generator: a corpus without histories is unchanged.
+        self._histories(random.Random(f"kiana-generate-histories:{config.seed}"))
 
     @property
     def steps(self) -> range:
@@ -320,6 +327,21 @@ class _Planner:
                 r.group, series.provider, series.workload.slug, point, point, "outlier",
                 change, note,
             )  # fmt: skip
+
+    def _histories(self, rng: random.Random) -> None:
+        """Long histories, planned by :func:`kiana.generate.histories.plan_histories`."""
+        plan = self.plan
+
+        def add_round(index: int, point: Point, at: datetime) -> None:
+            self.rounds.append(Round(index, point[0], point[1], 0, at))
+
+        def set_versions(versions: tuple[str, ...]) -> None:
+            plan.versions = versions
+
+        plan_histories(
+            self.config, rng, plan.versions, self.groups, add_round, set_versions,
+            self._record, plan.histories, plan.session_factors,
+        )  # fmt: skip
 
     def _step(
         self, index: int, provider: str, workload: str | None, to: Point, effect: Effect,

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import polars as pl
 
-Effect = Literal["regression", "improvement", "drift", "outlier", "conflict"]
-EFFECTS: tuple[Effect, ...] = ("regression", "improvement", "drift", "outlier", "conflict")
+Effect = Literal["regression", "improvement", "drift", "outlier", "conflict", "changepoint"]
+EFFECTS: tuple[Effect, ...] = (
+    "regression", "improvement", "drift", "outlier", "conflict", "changepoint",
+)  # fmt: skip
 
 #: Columns of :attr:`kiana.generate.Corpus.truth`, in order (see kiana.generate).
 TRUTH_COLUMNS: tuple[str, ...] = (
