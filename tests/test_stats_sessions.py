@@ -237,3 +237,23 @@ def test_a_finding_on_one_run_says_so() -> None:
     row = judge(frame(rows)).findings.row(0, named=True)
     assert row["verdict"] == "regression" and row["single_run"]
     assert "rests on a single run on each side" in row["evidence"]
+
+
+def test_a_small_dip_and_return_is_two_changes_not_an_outlier() -> None:
+    levels = [100.0, 100.2, 99.8, 100.0, 92.3, 100.8, 100.6]
+    rows = [run("0.8.0", m, day=3 * d, p20=m, p80=m) for d, m in enumerate(levels)]
+    verdicts = judge(frame(rows)).steps["verdict"].to_list()
+    assert verdicts[3:5] == ["improvement", "regression"]
+
+
+def test_one_workload_off_then_the_whole_sweep_moving_back_is_two_changes() -> None:
+    # w3 regresses alone (+33%) at 0.8.0; then every workload improves 30% at 0.9.0.
+    rows: list[dict] = []
+    for w in range(5):
+        base = 100.0 * (w + 1)
+        levels = [base, base * (1.33 if w == 3 else 1.0), base * (1.33 if w == 3 else 1) * 0.7]
+        for d, (v, m) in enumerate(zip(["0.7.0", "0.8.0", "0.9.0"], levels, strict=True)):
+            rows.append(run(v, m, workload=f"w{w}", day=9 * d, minute=w, spread=0.005))
+    found = judge(frame(rows)).findings
+    assert found.filter(pl.col("to_version") == "0.8.0")["workloads"].to_list() == ["w3"]
+    assert set(found["verdict"]) == {"regression", "improvement"}

@@ -10,9 +10,15 @@ series (consecutive steps only, not with ``--baseline``):
 
 * both steps around it are beyond the noise on their own (raw verdict regression or
   improvement: the series' own noise, replicates, history or size), in opposite
-  directions;
+  directions, and both at least ``resolution * threshold`` (9% by default): a small
+  dip and return is as likely a change and its revert, and a maintainer wants to see a
+  real 8% regression even when the next release undid it; glitches are large;
 * the series comes back: the level of ``i+1`` is within half the smaller jump of the
   level of ``i-1`` (``|ln(L[i+1] / L[i-1])| <= min(|jump in|, |jump out|) / 2``);
+* it is off for whatever it touches and back for the same: the other workloads of its
+  sweep either took both steps with it (a whole session off and back) or neither (one
+  workload off and back).  A workload that moved alone and came back when the whole
+  sweep moved the other way is two changes, not an outlier;
 * its same-session control did not move with it: the control's own step is not in
   the same direction by half the jump or more (``ln`` ratios), on both steps, or there
   is no control.  A control that moved with it explains the session as the machine's
@@ -27,12 +33,14 @@ its evidence says so.
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from kiana.stats.options import JudgeOptions
 from kiana.stats.quality import QUALITY_COLUMNS
 from kiana.stats.sessions import session_label
-from kiana.vocabulary import SERIES_KEYS
+from kiana.vocabulary import FINDING_KEYS, SERIES_KEYS
 
 
 def _pct(expr: pl.Expr) -> pl.Expr:
@@ -51,7 +59,23 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         pl.col("control_log_ratio").abs() >= pl.col("log_ratio").abs() / 2
     )
     calm = (~with_it).fill_null(True)
+    # Did the other workloads of the sweep take the same step?  (Their mean log ratio
+    # in the same direction, at least half as large.)
+    group = list(FINDING_KEYS)
+    n = pl.col("log_ratio").count().over(group)
+    others = (pl.col("log_ratio").sum().over(group) - pl.col("log_ratio")) / (n - 1)
+    steps = steps.with_columns(
+        pl.when(n > 1)
+        .then(
+            ((others > 0) == (pl.col("log_ratio") > 0))
+            & (others.abs() >= pl.col("log_ratio").abs() / 2)
+        )
+        .otherwise(False)
+        .fill_null(False)
+        .alias("_sweep_wide")
+    )
     frame = steps.with_columns(
+        pl.col("_sweep_wide").shift(-1).over(keys).alias("_next_sweep_wide"),
         pl.col("log_ratio").shift(-1).over(keys).alias("_next_lr"),
         moved.shift(-1).over(keys).alias("_next_moved"),
         calm.shift(-1).over(keys).alias("_next_calm"),
@@ -59,14 +83,17 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         pl.col("to_session").shift(-1).over(keys).is_null().alias("_last"),
     )
     lr, nxt = pl.col("log_ratio"), pl.col("_next_lr")
+    big = math.log1p(options.resolution * options.threshold)
     into = (
         pl.col("_chained").fill_null(False)
         & moved
         & pl.col("_next_moved").fill_null(False)
         & ((lr > 0) != (nxt > 0))
         & ((lr + nxt).abs() <= pl.min_horizontal(lr.abs(), nxt.abs()) / 2)
+        & (pl.min_horizontal(lr.abs(), nxt.abs()) >= big)
         & calm
         & pl.col("_next_calm").fill_null(False)
+        & (pl.col("_sweep_wide") == pl.col("_next_sweep_wide"))
     ).fill_null(False)
     frame = frame.with_columns(into.alias("_into"))
     frame = frame.with_columns(
@@ -127,7 +154,7 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         )
         .select(QUALITY_COLUMNS)
     )
-    helpers = ["_next_lr", "_next_moved", "_next_calm", "_chained", "_last", "_into",
+    helpers = ["_sweep_wide", "_next_sweep_wide", "_next_lr", "_next_moved", "_next_calm", "_chained", "_last", "_into",
                "_out_of", "_at", "_from_at", "_prev_change"]  # fmt: skip
     return marked.drop(helpers), quality
 
