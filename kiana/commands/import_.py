@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from kiana.commands.common import open_db
 from kiana.errors import UsageError
 
 HELP = "import benchmark results from other formats (Liger-Kernel CSVs and their git history)"
@@ -87,7 +88,13 @@ def run(args: argparse.Namespace) -> int:
         written = output.write_jsonl(documents, args.jsonl)
         target = f"into {args.jsonl}"
     elif args.db:
-        summary = output.load_into(documents, args.db)
+        from kiana.load import load_documents
+
+        con = open_db(argparse.Namespace(db=str(args.db)), must_exist=False, read_only=False)
+        try:
+            summary = load_documents(con, documents, source="liger-import")
+        finally:
+            con.close()
         written = len(documents)
         target = (
             f"into {args.db} (loaded {summary.loaded}, already present "

@@ -5,8 +5,9 @@
   ``externalId`` (the upstream timestamp has one-second resolution), hence the metric in
   the name; names are cut at 180 characters and made unique with ``-2``, ``-3``, ...
 * :func:`write_jsonl`: one minified document per line; gzip when the name ends in ``.gz``.
-* :func:`load_into`: documents into a DuckDB database through ``kiana.load`` (written to a
-  temporary JSONL first, so they go through exactly the loader's validation).
+* ``kiana import liger --db`` loads them with ``kiana.load.load_documents`` into the
+  database ``kiana.commands.common.open_db`` opens, through the loader's validation like
+  any document.
 """
 
 from __future__ import annotations
@@ -15,13 +16,10 @@ import gzip
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from kiana.documents import slugify
 from kiana.errors import InputError
-
-if TYPE_CHECKING:
-    from kiana.load import LoadSummary
 
 NAME_LIMIT = 180
 
@@ -69,16 +67,3 @@ def write_jsonl(documents: Iterable[dict[str, Any]], path: Path) -> int:
     except OSError as exc:
         raise InputError(f"{path}: cannot write: {exc}", hint="choose another --jsonl") from None
     return written
-
-
-def load_into(
-    documents: Iterable[dict[str, Any]], db: Path, *, source: str = "liger-import"
-) -> LoadSummary:
-    """Load documents into ``db`` in one transaction; each run's source is ``source:N``."""
-    from kiana.load import connect, load_documents
-
-    con = connect(db)
-    try:
-        return load_documents(con, documents, source=source)
-    finally:
-        con.close()
