@@ -9,9 +9,11 @@ dependencies (altair, scipy, polars...) inside ``run`` so that ``kiana --help`` 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
 from kiana._version import __version__
@@ -60,19 +62,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    fresh = _new_database(args)
     try:
         code: int = args._run(args)
     except KianaError as exc:
+        _remove(fresh)
         print(f"kiana {args.command}: error: {exc.message}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _remove(fresh)
         print(f"kiana {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    if code == 2:
+        _remove(fresh)
     return code
+
+
+def _new_database(args: argparse.Namespace) -> Path | None:
+    """The ``--db`` file when it does not exist yet: a command that fails must not
+    leave a new, empty database behind (a later ``kiana regressions`` would read it)."""
+    db = getattr(args, "db", None)
+    if db is None or str(db) == ":memory:":
+        return None
+    path = Path(db)
+    return None if path.exists() else path
+
+
+def _remove(path: Path | None) -> None:
+    if path is None:
+        return
+    for leftover in (path, path.with_name(path.name + ".wal")):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 if __name__ == "__main__":  # pragma: no cover

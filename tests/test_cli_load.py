@@ -139,3 +139,30 @@ def test_progress_bar_draws_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) 
     assert terminal.getvalue() == ""
     bar(2, 4, 1234)
     assert terminal.getvalue() == "\r[" + "#" * 15 + "." * 15 + "] 2/4 files, 1,234 documents"
+
+
+def test_a_folder_without_documents_exits_2_and_leaves_no_database(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "readme.txt").write_text("not a document")
+    db = tmp_path / "new.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "kiana", "load", str(folder), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "no document files under" in done.stderr and ".jsonl" in done.stderr
+    assert not db.exists()
+
+
+def test_a_failed_load_leaves_no_new_database(tmp_path: Path) -> None:
+    db = tmp_path / "new.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "kiana", "load", str(tmp_path / "MISSING"), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and not db.exists()

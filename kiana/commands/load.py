@@ -43,7 +43,7 @@ def progress_bar() -> Callable[[int, int, int], None] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kiana.errors import StrictLoadError
+    from kiana.errors import InputError, StrictLoadError
     from kiana.load import load
 
     con = open_db(args, must_exist=False, read_only=False)
@@ -54,6 +54,12 @@ def run(args: argparse.Namespace) -> int:
         con.close()
         if bar is not None:
             sys.stderr.write("\r\033[K")  # the bar's line, cleared
+    if summary.files == 0:
+        raise InputError(
+            f"no document files under {', '.join(map(str, args.paths))}: nothing was loaded",
+            hint="kiana reads .json, .jsonl and .ndjson files (optionally .gz); "
+            "Liger's CSVs go through `kiana import liger`",
+        )
     if not args.quiet:
         rate = summary.read / summary.seconds if summary.seconds > 0 else 0.0
         print(
