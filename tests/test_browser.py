@@ -175,3 +175,53 @@ def test_notebook_chart_output_draws_offline(browser: Any, tmp_path: Path) -> No
     assert _rendered_svgs_in(page, "div[id^=kiana-chart-] svg") == 1
     assert watch.requests == [] and watch.errors == []
     page.close()
+
+
+_IN_VIEW = """() => Array.from(document.querySelectorAll('div.chart')).filter(c => {
+    const box = c.getBoundingClientRect();
+    return box.top < window.innerHeight && box.bottom > 0;
+}).map(c => ({id: c.id, pending: c.classList.contains('pending'),
+              drawn: c.querySelectorAll('svg').length > 0}))"""
+
+
+def test_first_screen_draws_at_once(browser: Any, tmp_path: Path) -> None:
+    """Right after load, no chart on the first screen waits to be scrolled to."""
+    path = _report(tmp_path, hostile=False)
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    watch = Watch(page)
+    # the charts in view as the page's scripts have run (before any observer fires)
+    page.add_init_script(
+        f"document.addEventListener('DOMContentLoaded', () => {{ window.kianaSeen = ({_IN_VIEW})(); }})"
+    )
+    page.goto(path.resolve().as_uri(), wait_until="load")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-first-screen.png"))
+    for seen in (page.evaluate("() => window.kianaSeen"), page.evaluate(_IN_VIEW)):
+        assert seen, "no chart on the first screen: make the viewport taller"
+        assert [c["id"] for c in seen if c["pending"]] == []
+    page.wait_for_function(f"() => ({_IN_VIEW})().every(c => c.drawn)", timeout=5_000)
+    assert watch.errors == [] and watch.requests == []
+    page.close()
+
+
+@pytest.mark.parametrize("how", ["media", "beforeprint"])
+def test_printing_draws_every_chart(browser: Any, tmp_path: Path, how: str) -> None:
+    """Print (media print, or the beforeprint event) draws the charts never scrolled to."""
+    path = _report(tmp_path, hostile=False)
+    page = browser.new_page(viewport={"width": 1400, "height": 300})
+    watch = Watch(page)
+    page.goto(path.resolve().as_uri(), wait_until="load")
+    assert page.locator("div.chart.pending").count() > 0, "every chart drew: shorter viewport"
+    if how == "media":
+        page.emulate_media(media="print")
+    else:
+        page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
+    page.wait_for_function(
+        "() => document.querySelectorAll('div.chart svg').length"
+        " === document.querySelectorAll('div.chart').length",
+        timeout=15_000,
+    )
+    assert page.locator("div.chart.pending").count() == 0
+    assert _rendered_svgs(page) == page.locator("div.chart").count()
+    assert watch.errors == [] and watch.requests == []
+    page.close()

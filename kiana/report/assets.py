@@ -1,5 +1,6 @@
 """What the page inlines: the Vega bundle (once per page), the style sheet and kiana's
-own script (table sorting and filtering, chart rendering as charts scroll into view).
+own script (table sorting and filtering; charts drawn at once on the first screen, the
+others as they scroll into view, all of them before printing).
 
 The page carries a Content-Security-Policy that allows only these inline scripts (by
 their SHA-256), no network at all, and inline styles.  Vega compiles its expressions
@@ -135,6 +136,8 @@ tr.empty td { color: var(--muted); font-style: italic; }
 .charts { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
 .chart { min-height: 60px; min-width: 300px; }
 .chart.pending::before { content: "chart renders when scrolled into view"; color: var(--muted); }
+@media print { nav { position: static; } .chart.pending::before { content: none; }
+  .scroll { max-height: none; overflow: visible; } }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; }
 dt { color: var(--muted); } dd { margin: 0; font-family: ui-monospace, monospace;
   word-break: break-all; }
@@ -213,16 +216,32 @@ SCRIPT = r"""
       .catch(function (err) { target.textContent = "chart failed: " + err; console.error(err); });
   }
   var charts = document.querySelectorAll("div.chart[id]");
+  function renderAll() { charts.forEach(render); }
+  // The first screen draws at once; the rest as it scrolls into view.
+  var height = window.innerHeight || document.documentElement.clientHeight || 1000;
+  var later = Array.prototype.filter.call(charts, function (c) {
+    var box = c.getBoundingClientRect();
+    if (box.top < height + 200 && box.bottom > -200) { render(c); return false; }
+    return true;
+  });
   if ("IntersectionObserver" in window) {
     var io = new IntersectionObserver(function (entries) {
       entries.forEach(function (e) {
         if (e.isIntersecting) { io.unobserve(e.target); render(e.target); }
       });
     }, {rootMargin: "600px 0px"});
-    charts.forEach(function (c) { io.observe(c); });
+    later.forEach(function (c) { io.observe(c); });
   } else {
-    charts.forEach(render);
+    renderAll();
   }
-  window.kianaRenderAll = function () { charts.forEach(render); };
+  // Printing (or print preview) draws every chart first.
+  window.addEventListener("beforeprint", renderAll);
+  if (window.matchMedia) {
+    var printing = window.matchMedia("print");
+    var onPrint = function (e) { if (e.matches) renderAll(); };
+    if (printing.addEventListener) printing.addEventListener("change", onPrint);
+    else if (printing.addListener) printing.addListener(onPrint);
+  }
+  window.kianaRenderAll = renderAll;
 })();
 """
