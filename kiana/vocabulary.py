@@ -133,9 +133,10 @@ def partition_id_sql(gpu: str = "gpu") -> str:
 
 def gpu_label(vendor: str, product: str, form_factor: str | None) -> str:
     """``NVIDIA H100`` + ``80GB HBM3`` -> ``NVIDIA H100 80GB HBM3``; the vendor is
-    prefixed only when the product does not already start with it."""
+    prefixed only when the product does not already start with it.  Exactly what
+    :data:`GPU_LABEL_SQL` computes (the loader stores that), whitespace included."""
     base = product if product.lower().startswith(vendor.lower()) else f"{vendor} {product}"
-    return f"{base} {form_factor}".strip() if form_factor else base
+    return f"{base} {form_factor}" if form_factor else base
 
 
 #: :func:`gpu_label` as a DuckDB expression over ``vendor``, ``product``, ``form_factor``.
