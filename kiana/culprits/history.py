@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from kiana.errors import UsageError
+from kiana.importers.git import git as run_git
 
 _PR = (re.compile(r"\(#(\d+)\)"), re.compile(r"^Merge pull request #(\d+)\b"))
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -25,23 +26,13 @@ class GitError(UsageError):
 
 def git(repo: Path, *args: str, check: bool = True) -> str:
     """The standard output of ``git -C REPO ARGS`` (a :class:`GitError` when it fails)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), *args],
-            check=check,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-        )
-    except FileNotFoundError:
-        raise GitError("git is not installed", hint="install git") from None
-    except subprocess.CalledProcessError as exc:
-        raise GitError(
-            f"{repo}: git {' '.join(args[:2])} failed: {exc.stderr.strip()}",
-            hint="pass a Liger-Kernel checkout and revisions it holds (git fetch, fetch-depth: 0)",
-        ) from None
-    return done.stdout
+    return run_git(
+        repo,
+        *args,
+        check=check,
+        error=GitError,
+        hint="pass a Liger-Kernel checkout and revisions it holds (git fetch, fetch-depth: 0)",
+    )
 
 
 def require_repository(repo: Path) -> Path:

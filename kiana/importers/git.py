@@ -33,7 +33,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from kiana.errors import InputError
+from kiana.errors import InputError, KianaError
 from kiana.importers.liger import ImportResult, NotLigerCsvError, convert_rows, read_rows
 from kiana.importers.rows import Row, Skipped
 
@@ -69,22 +69,29 @@ class GitImportResult:
     liger_versions: tuple[str, ...]
 
 
-def _git(repo: Path, *args: str) -> str:
+def git(
+    repo: Path,
+    *args: str,
+    check: bool = True,
+    error: type[KianaError] = InputError,
+    hint: str = "pass a Liger-Kernel checkout (--git DIR) and a valid --rev range",
+) -> str:
+    """The standard output of ``git -C REPO ARGS`` (plain subprocess, no network); an
+    ``error`` (a :class:`KianaError` subclass) with ``hint`` when git fails or is missing."""
     try:
         done = subprocess.run(
             ["git", "-C", str(repo), *args],
-            check=True,
+            check=check,
             capture_output=True,
             text=True,
             encoding="utf-8",
             errors="replace",
         )
     except FileNotFoundError:
-        raise InputError("git is not installed", hint="install git, or import CSV files") from None
+        raise error("git is not installed", hint="install git") from None
     except subprocess.CalledProcessError as exc:
-        raise InputError(
-            f"{repo}: git {args[0]} failed: {exc.stderr.strip()}",
-            hint="pass a Liger-Kernel checkout (--git DIR) and a valid --rev range",
+        raise error(
+            f"{repo}: git {args[0]} failed: {exc.stderr.strip()}", hint=hint
         ) from None
     return done.stdout
 
@@ -98,7 +105,7 @@ def touched_files(repo: Path, rev: str | None = None) -> list[tuple[str, list[st
             f"--rev {rev!r}: a revision range cannot start with '-'",
             hint="give commits, tags or ranges such as v0.4.0..main",
         )
-    out = _git(
+    out = git(
         repo,
         "log",
         "--reverse",
@@ -129,7 +136,7 @@ def release_at(repo: Path, commit: str) -> str | None:
     """The Liger release a commit's packaging files name, if any."""
     for path, pattern in _VERSION_FILES:
         try:
-            text = _git(repo, "show", f"{commit}:{path}")
+            text = git(repo, "show", f"{commit}:{path}")
         except InputError:
             continue
         match = pattern.search(text)
@@ -142,7 +149,7 @@ def csv_versions(repo: Path, rev: str | None = None) -> Iterator[CsvVersion]:
     for commit, paths in touched_files(repo, rev):
         release: str | None = None
         for path in paths:
-            text = _git(repo, "show", f"{commit}:{path}")
+            text = git(repo, "show", f"{commit}:{path}")
             header = text.split("\n", 1)[0]
             if "liger_version" not in header and release is None:
                 release = release_at(repo, commit)
@@ -152,7 +159,7 @@ def csv_versions(repo: Path, rev: str | None = None) -> Iterator[CsvVersion]:
 def _ever_had_csvs(repo: Path) -> bool:
     """Whether any commit of any branch or tag adds or changes a Liger CSV (a ``--rev``
     range without CSV changes in a Liger checkout imports nothing, without error)."""
-    return bool(_git(repo, "log", "-1", "--format=%H", "--all", "--", PATHSPEC).strip())
+    return bool(git(repo, "log", "-1", "--format=%H", "--all", "--", PATHSPEC).strip())
 
 
 def _version_key(version: str) -> tuple[int, Version | str]:
