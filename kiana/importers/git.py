@@ -90,9 +90,7 @@ def git(
     except FileNotFoundError:
         raise error("git is not installed", hint="install git") from None
     except subprocess.CalledProcessError as exc:
-        raise error(
-            f"{repo}: git {args[0]} failed: {exc.stderr.strip()}", hint=hint
-        ) from None
+        raise error(f"{repo}: git {args[0]} failed: {exc.stderr.strip()}", hint=hint) from None
     return done.stdout
 
 
