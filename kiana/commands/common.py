@@ -5,10 +5,12 @@ own clear messages."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import duckdb
+
+    from kiana.stats.options import JudgeOptions
 
 DEFAULT_DB = "kiana.duckdb"
 
@@ -23,11 +25,13 @@ def add_db_option(parser: argparse.ArgumentParser, *, default: str | None = DEFA
 
 
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    """--baseline and --threshold, as kiana.stats.JudgeOptions takes them."""
+    """--baseline, --threshold and --separation, as kiana.stats.JudgeOptions takes them
+    (:func:`judge_options` reads them back)."""
     parser.add_argument(
         "--baseline",
         metavar="VERSION",
-        help="compare every version against this one (default: consecutive versions)",
+        help="compare every session against this version's last one (default: consecutive "
+        "sessions)",
     )
     parser.add_argument(
         "--threshold",
@@ -35,6 +39,22 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
         default=0.03,
         metavar="FRACTION",
         help="smallest change that matters, 0.03 or 3%% (default 0.03)",
+    )
+    parser.add_argument(
+        "--separation",
+        type=positive,
+        default=3.0,
+        metavar="Z",
+        help="smallest change in noise units, |ln ratio| / noise (default 3)",
+    )
+
+
+def judge_options(args: argparse.Namespace, **more: Any) -> JudgeOptions:
+    """The :class:`kiana.stats.JudgeOptions` of :func:`add_judge_options`'s arguments."""
+    from kiana.stats.options import JudgeOptions
+
+    return JudgeOptions(
+        threshold=args.threshold, separation=args.separation, baseline=args.baseline, **more
     )
 
 

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kiana.commands.common import add_judge_options, positive
+from kiana.commands.common import add_judge_options, judge_options
 
 if TYPE_CHECKING:
     from kiana.culprits.gate import GateResult
@@ -46,10 +46,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "to benchmark/data/*.csv included)",
     )  # fmt: skip
     add_judge_options(parser)
-    parser.add_argument(
-        "--separation", type=positive, default=3.0, metavar="Z",
-        help="smallest change in noise units, |ln ratio| / noise (default 3)",
-    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
     parser.add_argument(
         "--markdown", type=Path, metavar="FILE", help="also write a pull-request comment here"
@@ -62,14 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from kiana.culprits.gate import gate
     from kiana.culprits.markdown import comment
     from kiana.jsonstream import write_json
-    from kiana.stats import JudgeOptions
 
-    options = JudgeOptions(
-        threshold=args.threshold,
-        separation=args.separation,
-        baseline=args.baseline,
-        changepoints=False,
-    )
+    options = judge_options(args, changepoints=False)
     result = gate(args.repo, args.base, args.head, options)
     if args.markdown is not None:
         args.markdown.write_text(comment(result), encoding="utf-8")

@@ -21,7 +21,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kiana.commands.common import add_db_option, add_judge_options, open_db, positive
+from kiana.commands.common import add_db_option, add_judge_options, judge_options, open_db
 from kiana.vocabulary import FAILABLE, VERDICTS
 
 if TYPE_CHECKING:
@@ -35,10 +35,6 @@ HELP = "judge every series: regressions, improvements and drift between sessions
 def configure(parser: argparse.ArgumentParser) -> None:
     add_db_option(parser)
     add_judge_options(parser)
-    parser.add_argument(
-        "--separation", type=positive, default=3.0, metavar="Z",
-        help="smallest change in noise units, |ln ratio| / noise (default 3)",
-    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
     parser.add_argument(
         "--fail-on", action="append", choices=FAILABLE, default=[], metavar="VERDICT",
@@ -156,16 +152,11 @@ def run(args: argparse.Namespace) -> int:
     from kiana.errors import UsageError
     from kiana.jsonstream import write_json
     from kiana.load.judged import judged_runs
-    from kiana.stats import JudgeOptions, judge
+    from kiana.stats import judge
 
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit}: must be at least 1", hint="e.g. --limit 40")
-    options = JudgeOptions(
-        threshold=args.threshold,
-        separation=args.separation,
-        baseline=args.baseline,
-        changepoints=not args.no_changepoints,
-    )
+    options = judge_options(args, changepoints=not args.no_changepoints)
     con = open_db(args, must_exist=True, read_only=True)
     try:
         frame = judged_runs(con)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kiana.commands.common import DEFAULT_DB, add_judge_options, count, open_db
+from kiana.commands.common import judge_options as common_judge_options
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -110,7 +111,6 @@ def database_label(con: duckdb.DuckDBPyConnection) -> str:
 def run(args: argparse.Namespace) -> int:
     from kiana import load, report
     from kiana.culprits.history import require_repository
-    from kiana.stats import JudgeOptions
 
     started = time.monotonic()
     repo = require_repository(args.git) if args.git is not None else None
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             top=args.top, table_rows=args.rows,
             command_line=shlex.join(["kiana", *sys.argv[1:]]),
         )  # fmt: skip
-        judge_options = JudgeOptions(threshold=args.threshold, baseline=args.baseline)
+        judge_options = common_judge_options(args)
         data = collect(con, judge_options, options, git=repo)
     finally:
         con.close()
