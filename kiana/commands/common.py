@@ -5,6 +5,7 @@ own clear messages."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -104,21 +105,31 @@ def fraction(text: str) -> float:
     return value
 
 
-def positive(text: str) -> float:
+#: The rule of each numeric argument type: its name, how to read it, what must hold.
+_RULES: dict[str, tuple[str, Callable[[float], bool]]] = {
+    "positive": ("must be positive", lambda v: v > 0),
+    "count": ("must be 0 or more", lambda v: v >= 0),
+}
+
+
+def _parsed(text: str, convert: Callable[[str], float], what: str, rule: str) -> float:
+    """``convert(text)``, or argparse's clear message when it is not ``what`` or breaks
+    the named rule of :data:`_RULES`."""
     try:
-        value = float(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+    message, holds = _RULES[rule]
+    if not holds(value):
+        raise argparse.ArgumentTypeError(f"{message}: {text!r}")
     return value
+
+
+def positive(text: str) -> float:
+    """A number above zero."""
+    return _parsed(text, float, "a number", "positive")
 
 
 def count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
-    return value
+    """A whole number, zero or more."""
+    return int(_parsed(text, int, "a whole number", "count"))
