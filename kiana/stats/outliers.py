@@ -104,23 +104,21 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         pl.col("change").shift(1).over(keys).alias("_prev_change"),
     )
     flagged = pl.col("verdict").is_in(["regression", "improvement", "drift"])
+
+    def note(at: str, change: str, back: str) -> pl.Expr:
+        return (
+            pl.lit("outlier at ")
+            + pl.col(at)
+            + pl.lit(": ")
+            + _pct(pl.col(change))
+            + pl.lit(f" and back {back}, not a change; ")
+        )
+
     outlier_note = (
         pl.when(pl.col("_into"))
-        .then(
-            pl.lit("outlier at ")
-            + pl.col("_at")
-            + pl.lit(": ")
-            + _pct(pl.col("change"))
-            + pl.lit(" and back at the next session, not a change; ")
-        )
+        .then(note("_at", "change", "at the next session"))
         .when(pl.col("_out_of"))
-        .then(
-            pl.lit("outlier at ")
-            + pl.col("_from_at")
-            + pl.lit(": ")
-            + _pct(pl.col("_prev_change"))
-            + pl.lit(" and back here, not a change; ")
-        )
+        .then(note("_from_at", "_prev_change", "here"))
         .otherwise(pl.lit(""))
     )
     touched = pl.col("_into") | pl.col("_out_of")
