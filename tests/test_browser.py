@@ -225,3 +225,33 @@ def test_printing_draws_every_chart(browser: Any, tmp_path: Path, how: str) -> N
     assert _rendered_svgs(page) == page.locator("div.chart").count()
     assert watch.errors == [] and watch.requests == []
     page.close()
+
+
+def test_series_legend_shows_each_providers_line(browser: Any, tmp_path: Path) -> None:
+    """The drawn legend: each provider's own colour (liger its fixed blue), opaque
+    strokes, Liger solid and baselines dashed."""
+    from kiana.report.charts import provider_color
+
+    page, watch = _open(browser, _report(tmp_path, hostile=False))
+    page.evaluate("() => window.kianaRenderAll()")
+    page.wait_for_selector("#c-1-s .role-legend-symbol path", state="attached", timeout=15_000)
+    symbols = page.evaluate(
+        """() => {
+            const chart = document.querySelector('#c-1-s');
+            const names = Array.from(chart.querySelectorAll('.role-legend-label text'));
+            const marks = Array.from(chart.querySelectorAll('.role-legend-symbol path'));
+            return names.map((n, i) => ({name: n.textContent,
+                stroke: marks[i].getAttribute('stroke'),
+                dash: marks[i].getAttribute('stroke-dasharray'),
+                opacity: marks[i].getAttribute('opacity')}));
+        }"""
+    )
+    by_name = {s["name"]: s for s in symbols}
+    assert set(by_name) == {"liger", "huggingface", "torch_compile"}
+    for name, symbol in by_name.items():
+        assert symbol["stroke"] == provider_color(name), symbol
+        assert float(symbol["opacity"] or 1) == 1.0, symbol
+    assert by_name["liger"]["dash"] in (None, "1,0")
+    assert by_name["huggingface"]["dash"] == by_name["torch_compile"]["dash"] == "5,3"
+    assert watch.errors == []
+    page.close()

@@ -192,3 +192,62 @@ def test_the_bundled_vega_lite_is_the_version_altair_writes() -> None:
     from kiana.report.assets import VEGA_LITE_VERSION
 
     assert alt.SCHEMA_VERSION.lstrip("v").startswith(VEGA_LITE_VERSION + ".")
+
+
+def _provider_scale(spec: dict[str, Any], channel: str = "color") -> dict[str, Any]:
+    """``{provider: value}`` of the series spec's line layer's ``channel`` scale."""
+    line = spec["layer"][-1]
+    scale = line["encoding"][channel]["scale"]
+    return dict(zip(scale["domain"], scale["range"], strict=True))
+
+
+def test_a_provider_keeps_its_colour_from_chart_to_chart() -> None:
+    """Whatever the chart's providers and which is drawn first, liger is the same blue
+    and a baseline the same colour; Liger lines solid, baselines dashed."""
+    runs = sample_runs()
+    extra = runs.filter(pl.col("provider") == "huggingface").with_columns(
+        pl.lit("torch").alias("provider"), pl.col("median") * 0.8
+    )
+    seen: dict[str, set[str]] = {}
+    for frame in (runs, pl.concat([runs, extra])):
+        for provider in (None, "liger", "huggingface", "torch"):
+            for workload in (0, 3):
+                spec = charts.series_spec(
+                    frame, partition_id=_partition(frame, workload=workload), provider=provider
+                )
+                colours = _provider_scale(spec)
+                assert len(set(colours.values())) == len(colours)  # distinct in one chart
+                for name, colour in colours.items():
+                    seen.setdefault(name, set()).add(colour)
+                dashes = _provider_scale(spec, "strokeDash")
+                assert dashes["liger"] == [1, 0] and dashes["huggingface"] == [5, 3]
+    assert {name: len(colours) for name, colours in seen.items()} == {
+        "liger": 1, "huggingface": 1, "torch": 1
+    }  # fmt: skip
+    assert seen["liger"] == {charts.provider_color("liger")} == {"#0969da"}
+
+
+def test_unknown_providers_keep_a_colour_and_stay_apart_in_a_chart() -> None:
+    from kiana.report.charts.colors import provider_colors
+
+    names = [f"liger_variant_{i}" for i in range(6)] + [f"baseline_{i}" for i in range(6)]
+    colours = provider_colors(names)
+    assert len(set(colours)) == len(names)
+    assert provider_colors(names[3:5]) == [charts.provider_color(n) for n in names[3:5]]
+    assert charts.provider_color("liger_variant_9") == charts.provider_color("liger_variant_9")
+
+
+def test_the_legend_shows_lines_and_memory_says_memory() -> None:
+    runs = sample_runs()
+    spec = charts.series_spec(runs, partition_id=_partition(runs), provider="liger")
+    band, line = spec["layer"]
+    assert "color" not in band["encoding"] and band["encoding"]["fill"]["scale"] is None
+    assert line["encoding"]["color"]["legend"]["symbolType"] == "stroke"
+    assert line["encoding"]["strokeDash"]["legend"] == line["encoding"]["color"]["legend"]
+    row = sample_findings().row(0, named=True)
+    steps = sample_steps()
+    latency = charts.sweep_spec(steps, row)["layer"][0]["encoding"]["y"]["title"]
+    assert latency == "change (+ = slower)"
+    memory_steps = steps.with_columns(pl.lit("memory").alias("metric"))
+    memory = charts.sweep_spec(memory_steps, {**row, "metric": "memory"})
+    assert memory["layer"][0]["encoding"]["y"]["title"] == "change (+ = more memory)"

@@ -270,7 +270,8 @@ def render(data: ReportData) -> str:
          "geometric mean over the workload sweep: above 1× Liger is faster; red cells and the "
          "table below are where it is slower than a same-run baseline."),
         ("memory", lambda: memory_section(g, charted, rows),
-         "Peak memory (MB), judged apart from latency."),
+         "Peak memory (MB), judged apart from latency: change is the relative change of the "
+         "median peak memory (+ = more memory)."),
         ("quality", lambda: quality_section(g, data.quality, rows), None),
         ("provenance", lambda: provenance(data), None),
     ]  # fmt: skip

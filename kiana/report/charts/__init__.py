@@ -12,9 +12,10 @@ the same specs into Altair charts for notebooks (``alt.LayerChart.from_dict``).
 
 from __future__ import annotations
 
+from kiana.report.charts.colors import PROVIDER_COLORS, provider_color
 from kiana.report.charts.overview import overview_spec
 from kiana.report.charts.series import series_spec
-from kiana.report.charts.spec import PROVIDER_COLORS, VERDICT_COLORS
+from kiana.report.charts.spec import VERDICT_COLORS
 from kiana.report.charts.speedup import speedup_spec
 from kiana.report.charts.sweep import sweep_spec
 
@@ -22,6 +23,7 @@ __all__ = [
     "PROVIDER_COLORS",
     "VERDICT_COLORS",
     "overview_spec",
+    "provider_color",
     "series_spec",
     "speedup_spec",
     "sweep_spec",

@@ -1,6 +1,7 @@
 """The series chart: one partition across Liger versions, every provider's median as a
-line with its p20–p80 band; Liger providers thick, same-run baselines thin and dashed;
-the flagged step shaded."""
+line with its p20–p80 band; Liger providers thick and solid, same-run baselines thin
+and dashed, each provider in its own colour in every chart (:mod:`.colors`); the
+legend shows each provider's line; the flagged step shaded."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import polars as pl
 
 from kiana.errors import UsageError
 from kiana.report import frames
-from kiana.report.charts.spec import LIGER, PROVIDER_COLORS, channel, condition, layered, titled
+from kiana.report.charts.colors import provider_colors, provider_dashes
+from kiana.report.charts.spec import LIGER, channel, condition, layered, titled
 
 
 class SeriesData(NamedTuple):
@@ -57,14 +59,21 @@ def series_spec(
         "liger_version", "ordinal", axis={"labelAngle": -40}, scale={"domain": order},
         title="Liger version",
     )  # fmt: skip
-    palette = {"domain": providers, "range": PROVIDER_COLORS[: max(1, len(providers))]}
-    color = channel("provider", "nominal", scale=palette, title="provider")
+    colors = provider_colors(providers)
+    palette = {"domain": providers, "range": colors}
+    shade = dict(zip(providers, colors, strict=True))
+    values = [{**row, "shade": shade[row["provider"]]} for row in values]
+    dashes = {"domain": providers, "range": provider_dashes(providers)}
+    legend = {"symbolStrokeWidth": 2.5, "symbolType": "stroke"}
+    color = channel("provider", "nominal", legend=legend, scale=palette, title="provider")
+    dash = channel("provider", "nominal", legend=legend, scale=dashes, title="provider")
     data = {"values": values}
-    band = {
+    band = {  # coloured from the data (no scale): the legend shows the lines alone
         "data": data,
         "mark": {"type": "area", "opacity": 0.15},
         "encoding": {
-            "color": color,
+            "detail": channel("provider", "nominal"),
+            "fill": channel("shade", "nominal", legend=None, scale=None),
             "x": x,
             "y": channel("p20", "quantitative"),
             "y2": {"field": "p80"},
@@ -84,7 +93,7 @@ def series_spec(
         "mark": {"type": "line", "point": True},
         "encoding": {
             "color": color,
-            "strokeDash": _if_liger([1, 0], [5, 3]),
+            "strokeDash": dash,
             "strokeWidth": _if_liger(3, 1.5),
             "tooltip": tooltip,
             "x": x,

@@ -24,11 +24,6 @@ _COLORS = {
 }
 #: One colour per verdict, in :data:`kiana.vocabulary.VERDICTS` order (the legend's).
 VERDICT_COLORS: dict[str, str] = {v: _COLORS[v] for v in VERDICTS}
-#: Provider lines: no red (red marks the flagged step and regressions).
-PROVIDER_COLORS: list[str] = [
-    "#0969da", "#8250df", "#bf8700", "#1b7c83", "#57606a", "#e16f24", "#4d2d00", "#bf3989",
-    "#0550ae", "#116329",
-] * 4  # fmt: skip
 #: The ``role`` of a provider in a series chart (``frames.series_frame``).
 LIGER = "Liger"
 BASELINE = "baseline"

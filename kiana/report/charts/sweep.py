@@ -63,7 +63,7 @@ def sweep_spec(
             "tooltip": tooltip,
             "x": x,
             "y": channel(
-                "change", "quantitative", axis={"format": "+%"}, title="change (+ = slower)"
+                "change", "quantitative", axis={"format": "+%"}, title=_change_title(finding)
             ),
         },
     }
@@ -80,3 +80,9 @@ def sweep_spec(
     return layered(
         [bars, ticks, rule], height=230, **titled(title), width=max(220, 34 * len(order))
     )
+
+
+def _change_title(finding: Mapping[str, Any]) -> str:
+    """The y axis: what a positive change means for the finding's metric."""
+    worse = "more memory" if finding.get("metric") == "memory" else "slower"
+    return f"change (+ = {worse})"
