@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,3 +43,17 @@ def write_jsonl(path: Path, values: list[Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(v) + "\n" for v in values))
     return path
+
+
+def run_kiana(
+    *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m kiana ARGS`` in a real subprocess, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "kiana", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -9,18 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SEEDS
+from tests.conftest import SEEDS, run_kiana
 
 
 def kiana(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kiana", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_kiana(*args, cwd=cwd)
 
 
 def test_load_prints_a_summary(tmp_path: Path) -> None:
@@ -146,12 +139,7 @@ def test_a_folder_without_documents_exits_2_and_leaves_no_database(tmp_path: Pat
     folder.mkdir()
     (folder / "readme.txt").write_text("not a document")
     db = tmp_path / "new.duckdb"
-    done = subprocess.run(
-        [sys.executable, "-m", "kiana", "load", str(folder), "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_kiana("load", str(folder), "--db", str(db))
     assert done.returncode == 2
     assert "no document files under" in done.stderr and ".jsonl" in done.stderr
     assert not db.exists()
@@ -159,10 +147,5 @@ def test_a_folder_without_documents_exits_2_and_leaves_no_database(tmp_path: Pat
 
 def test_a_failed_load_leaves_no_new_database(tmp_path: Path) -> None:
     db = tmp_path / "new.duckdb"
-    done = subprocess.run(
-        [sys.executable, "-m", "kiana", "load", str(tmp_path / "MISSING"), "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_kiana("load", str(tmp_path / "MISSING"), "--db", str(db))
     assert done.returncode == 2 and not db.exists()

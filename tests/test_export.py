@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
@@ -18,7 +17,7 @@ from kiana.errors import InputError
 from kiana.export import MANIFEST, TABLES, connect_parquet, export_parquet
 from kiana.generate import CorpusConfig, generate, write_corpus
 from kiana.group import partitions
-from tests.conftest import SEEDS
+from tests.conftest import SEEDS, run_kiana
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +72,8 @@ def test_round_trip_gives_the_same_tables(
 def test_round_trip_gives_the_same_findings(
     database: duckdb.DuckDBPyConnection, exported: Path
 ) -> None:
-    stats = pytest.importorskip("kiana.stats")
-    if not hasattr(stats, "judge"):
-        pytest.skip("kiana.stats.judge does not exist yet")
+    from kiana import stats
+
     back = connect_parquet(exported)
     try:
         options = stats.JudgeOptions(threshold=0.03)
@@ -108,14 +106,7 @@ def test_overwrite_replaces_a_previous_export(
 
 def test_cli_export(tmp_path: Path) -> None:
     def kiana_cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "kiana", *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return run_kiana(*args, cwd=tmp_path)
 
     missing = kiana_cli("export", "--parquet", "out", "--db", "none.duckdb")
     assert missing.returncode == 2

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 
 import kiana.load
 from tests import reliability as rel
+from tests.conftest import run_kiana
 
 COUNTER = itertools.count()
 FUZZ = settings(
@@ -142,13 +142,7 @@ def test_measurement_that_is_not_an_object_is_rejected(entry: object, tmp_path: 
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kiana", "load", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_kiana("load", *args, timeout=300)
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from kiana.documents import Gpu, RunSpec, build_document
+from tests.conftest import run_kiana
 
 H100 = Gpu("nvidia", "NVIDIA H100", "80GB HBM3", "sm_90", "NVIDIA H100 80GB HBM3")
 VERSIONS = ["0.5.9", "0.5.10", "0.6.0"]
@@ -61,12 +61,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def kiana(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kiana", "regressions", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_kiana("regressions", *args)
 
 
 def test_json_and_fail_on(database: Path) -> None:
