@@ -18,7 +18,7 @@ from kiana.stats.changepoints import (
     empty_changepoints,
     q_statistics,
 )
-from tests.test_stats_support import assert_no_nan, frame, series
+from tests.stats_fixtures import assert_no_nan, frame, series
 
 VERSIONS = [f"0.{i // 10}.{i % 10}" for i in range(16)]
 

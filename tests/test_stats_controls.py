@@ -7,7 +7,7 @@ import pytest
 
 from kiana.stats import judge
 from kiana.stats.pooling import sign_confidence
-from tests.test_stats_support import assert_no_nan, frame, series
+from tests.stats_fixtures import assert_no_nan, frame, series
 
 V = ["0.5.0", "0.5.1"]
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kiana.stats import JudgeOptions, judge
 from kiana.stats.pooling import KEYS, pool, pool_reference
-from tests.test_stats_support import frame, run
+from tests.stats_fixtures import frame, run
 
 LIGER_CSVS = Path(__file__).resolve().parents[1].parent / "shared" / "liger"
 

@@ -9,7 +9,7 @@ from kiana.errors import UsageError
 from kiana.stats import JudgeOptions, judge
 from kiana.stats.noise import SPREAD_TO_SIGMA
 from kiana.stats.versions import version_table
-from tests.test_stats_support import assert_no_nan, frame, run, series
+from tests.stats_fixtures import assert_no_nan, frame, run, series
 
 V = ["0.5.0", "0.5.1"]
 

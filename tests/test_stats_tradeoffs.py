@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 
 from kiana.stats import Judgement, judge
-from tests.test_stats_support import frame, run
+from tests.stats_fixtures import frame, run
 
 
 def _sweep(metric: str, before: float, after: float) -> list[dict[str, Any]]:
