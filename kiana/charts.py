@@ -134,11 +134,13 @@ def finding(
 
 
 def speedup(
-    runs: pl.DataFrame, *, version: str | None = None, max_rows: int = 150
+    runs: pl.DataFrame, *, version: str | None = None, max_rows: int | None = None
 ) -> alt.LayerChart:
     """Geometric-mean speedup of each Liger provider over each same-run baseline
     (baseline median / Liger median, >1 = Liger faster) per kernel, pass and GPU at
-    the newest version measured (or ``version``).  Cells below 1× are red."""
+    the newest version measured (or ``version``).  Cells below 1× are red; with more
+    than one kernel, a select under the chart shows one kernel's rows.  Every row
+    (or the first ``max_rows`` by name)."""
     summary = frames.speedup_summary(frames.speedup_frame(runs, version=version))
     return _layer(speedup_spec(summary, max_rows=max_rows))
 

@@ -255,3 +255,75 @@ def test_series_legend_shows_each_providers_line(browser: Any, tmp_path: Path) -
     assert by_name["huggingface"]["dash"] == by_name["torch_compile"]["dash"] == "5,3"
     assert watch.errors == []
     page.close()
+
+
+def _large_history_report(tmp_path: Path) -> tuple[Path, int, int]:
+    """A report of a large generated history: every kernel and GPU of the generator's
+    catalog, each kernel also under six more names (over 300 heat-map rows, 7 GPUs).
+    Returns the page, its heat map's rows and the rows of one kernel (``rms_norm``)."""
+    import kiana
+    from kiana import report
+    from kiana.generate import CorpusConfig, generate
+    from kiana.generate.catalog import GPUS, KERNELS
+    from kiana.report import frames
+
+    config = CorpusConfig(
+        seed=1, kernels=tuple(KERNELS), gpus=tuple(GPUS), versions=("0.5.0", "0.6.0"),
+        sweep_size=3,
+    )  # fmt: skip
+    con = kiana.connect()
+    kiana.load_documents(con, list(generate(config).documents()))
+    for i in range(1, 7):
+        con.execute(
+            f"INSERT INTO runs SELECT * REPLACE (kernel || '_v{i}' AS kernel, "
+            f"partition_id || '_v{i}' AS partition_id, run_id || '{i}' AS run_id) "
+            "FROM runs WHERE NOT regexp_matches(kernel, '_v[0-9]$')"
+        )
+    summary = frames.speedup_summary(frames.speedup_frame(kiana.runs(con)))
+    out = tmp_path / "large.html"
+    report.write(out, build_page(con, command_line="kiana report <large>"))
+    one = summary.filter(summary["kernel"] == "rms_norm")["row"].n_unique()
+    return out, summary["row"].n_unique(), one
+
+
+def test_speedup_map_fits_a_1400px_window(browser: Any, tmp_path: Path) -> None:
+    """On a large history the heat map keeps inside the window (legend included), the
+    page does not grow past a screen for it, and every row is there to scroll or to
+    pick by kernel."""
+    path, rows, one_kernel = _large_history_report(tmp_path)
+    assert rows > 288 and one_kernel > 1
+    page, watch = _open(browser, path)
+    page.locator("#speedup").scroll_into_view_if_needed()
+    page.wait_for_selector("#c-speedup svg .role-legend", state="attached", timeout=30_000)
+    geometry = page.evaluate(
+        """() => {
+            const box = (s) => document.querySelector(s).getBoundingClientRect();
+            const labels = document.querySelectorAll(
+                '#c-speedup .role-axis .role-axis-label text');
+            return {window: window.innerWidth, height: window.innerHeight,
+                    page: document.documentElement.scrollWidth,
+                    svg: box('#c-speedup svg').right, legend: box('#c-speedup .role-legend').right,
+                    scroller: box('.chart-scroll').height, labels: labels.length};
+        }"""
+    )
+    assert geometry["page"] <= geometry["window"], geometry  # no sideways scrolling
+    assert geometry["svg"] <= geometry["window"] and geometry["legend"] <= geometry["window"]
+    assert geometry["scroller"] <= 0.8 * geometry["height"], geometry
+    assert geometry["labels"] >= rows  # every row (plus the GPU columns' labels)
+    assert "first 150" not in page.locator("#speedup").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-speedup-large.png"))
+
+    page.select_option("#speedup-filter select", "rms_norm")
+    page.wait_for_function(
+        f"""() => document.querySelectorAll('#c-speedup .role-axis-label text').length
+                  < {rows}""",
+        timeout=10_000,
+    )
+    shown = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#c-speedup .role-axis-label text'))
+                 .map(t => t.textContent).filter(t => t.includes(' · '))"""
+    )
+    assert len(shown) == one_kernel and all(t.startswith("rms_norm · ") for t in shown)
+    assert watch.errors == [] and watch.requests == []
+    page.close()

@@ -251,3 +251,34 @@ def test_the_legend_shows_lines_and_memory_says_memory() -> None:
     memory_steps = steps.with_columns(pl.lit("memory").alias("metric"))
     memory = charts.sweep_spec(memory_steps, {**row, "metric": "memory"})
     assert memory["layer"][0]["encoding"]["y"]["title"] == "change (+ = more memory)"
+
+
+@pytest.mark.parametrize("hostile", [False, True])
+def test_speedup_map_has_every_row_a_kernel_select_and_fits(hostile: bool) -> None:
+    """Every row (no cap unless asked), a kernel select filtering them, the legend on
+    top and the cells no wider than ``MAX_WIDTH`` whatever the GPUs."""
+    from kiana.report.charts.heatmap import MAX_WIDTH
+
+    runs = sample_runs(hostile)
+    kernel = str(runs["kernel"][0])
+    copies = [runs.with_columns(pl.lit(f"{kernel}_{i}").alias("kernel")) for i in range(80)]
+    gpus = [
+        runs.with_columns(pl.lit(f"GPU {g}").alias("gpu"), pl.col("partition_id") + str(g))
+        for g in range(9)
+    ]
+    many = pl.concat([runs, *copies, *gpus])
+    summary = frames.speedup_summary(frames.speedup_frame(many))
+    spec = charts.speedup_spec(summary, filter_element="#speedup-filter")
+    _same(spec, _valid(spec))
+    rows = summary["row"].n_unique()
+    assert rows > 150 and len(spec["layer"][0]["encoding"]["y"]["sort"]) == rows
+    assert spec["width"] <= MAX_WIDTH
+    assert spec["layer"][0]["encoding"]["color"]["legend"]["orient"] == "top"
+    (param,) = spec["params"]
+    assert param["bind"]["input"] == "select" and param["bind"]["element"] == "#speedup-filter"
+    assert param["bind"]["options"][0] == "" and len(param["bind"]["options"]) == 82
+    assert spec["transform"] == [
+        {"filter": f"{param['name']} == '' || datum.kernel == {param['name']}"}
+    ]
+    alone = charts.speedup_spec(frames.speedup_summary(frames.speedup_frame(runs)))
+    assert "params" not in alone and "transform" not in alone  # one kernel: nothing to pick

@@ -135,9 +135,13 @@ tr.empty td { color: var(--muted); font-style: italic; }
 .finding .meta { color: var(--muted); margin-bottom: 6px; }
 .charts { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
 .chart { min-height: 60px; min-width: 300px; }
+.chart-scroll { max-height: min(720px, 75vh); overflow: auto; border: 1px solid var(--line);
+  border-radius: 6px; padding: 6px; }
+.chart-filter label, .chart-filter select { font: inherit; }
+.chart-filter { margin: 6px 0; }
 .chart.pending::before { content: "chart renders when scrolled into view"; color: var(--muted); }
 @media print { nav { position: static; } .chart.pending::before { content: none; }
-  .scroll { max-height: none; overflow: visible; } }
+  .scroll, .chart-scroll { max-height: none; overflow: visible; } }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; }
 dt { color: var(--muted); } dd { margin: 0; font-family: ui-monospace, monospace;
   word-break: break-all; }

@@ -40,8 +40,6 @@ from kiana.report.data import Gathered, ReportData, gather
 from kiana.report.text import coverage_line, coverage_text, headline, step_label
 from kiana.vocabulary import VERDICTS
 
-CHART_ROWS = 150  # rows of the speedup heat map
-
 SECTIONS = (
     ("summary", "Summary"),
     ("findings", "Findings"),
@@ -228,11 +226,14 @@ def speedup_section(g: Gathered, limit: int) -> Html:
     if g.speedups.height == 0:
         return note("No partition has a Liger provider and a baseline at the same version.")
     labels = g.speedups["row"].n_unique()
-    chart = _chart("c-speedup", charts.speedup_spec(g.speedups, max_rows=CHART_ROWS))
-    if labels > CHART_ROWS:
-        chart = chart + note(
-            f"The chart shows the first {CHART_ROWS:,} of {labels:,} rows (by name)."
-        )
+    spec = charts.speedup_spec(g.speedups, filter_element="#speedup-filter")
+    chart = Html(
+        f'<div class="chart-filter" id="speedup-filter"></div>'
+        f'<div class="chart-scroll">{_chart("c-speedup", spec)}</div>'
+    ) + note(
+        f"All {labels:,} rows (kernel · pass · Liger provider vs baseline) by name; scroll inside "
+        "the map" + (", or pick one kernel." if g.speedups["kernel"].n_unique() > 1 else ".")
+    )
     flips, cap = capped(g.flips, limit, "workloads below 1x")
     cols = (Column("kernel", key="kernel"), Column("pass"), Column("Liger provider"),
             Column("baseline"), Column("GPU"), Column("workload"), Column("version"),

@@ -33,5 +33,6 @@ def overview_spec(frame: pl.DataFrame, *, value: str = "median_change") -> dict[
         text={"text": channel("label", "nominal")},
         tooltip=tooltip,
         step=20,
-        width=min(900, 160 * max(1, data["gpu"].n_unique())),
+        column=160,
+        columns=data["gpu"].n_unique(),
     )

@@ -13,9 +13,12 @@ from kiana.report.charts.heatmap import heat_map
 from kiana.report.charts.spec import channel, condition
 
 
-def speedup_spec(summary: pl.DataFrame, *, max_rows: int = 150) -> dict[str, Any]:
-    """The heat map of a ``frames.speedup_summary`` frame (its first ``max_rows`` rows,
-    by name) as Vega-Lite JSON."""
+def speedup_spec(
+    summary: pl.DataFrame, *, max_rows: int | None = None, filter_element: str | None = None
+) -> dict[str, Any]:
+    """The heat map of a ``frames.speedup_summary`` frame (every row, or its first
+    ``max_rows`` by name) as Vega-Lite JSON, with a kernel select filtering its rows
+    (placed under the CSS selector ``filter_element`` when given)."""
     data = summary.sort("row")
     rows = data["row"].unique(maintain_order=True).to_list()[:max_rows]
     data = data.filter(pl.col("row").is_in(rows))
@@ -31,6 +34,7 @@ def speedup_spec(summary: pl.DataFrame, *, max_rows: int = 150) -> dict[str, Any
     scale = {"clamp": True, "domain": [0.5, 2], "domainMid": 1, "scheme": "redblue", "type": "log"}
     legend = {"format": ".2~f", "values": [0.5, 0.75, 1, 1.5, 2]}
     contrast = condition("datum.geomean < 0.5 || datum.geomean > 2.5", "white", "black")
+    kernels = sorted({str(k) for k in data["kernel"].to_list()})
     return heat_map(
         frames.chart_values(data),
         rows,
@@ -38,5 +42,8 @@ def speedup_spec(summary: pl.DataFrame, *, max_rows: int = 150) -> dict[str, Any
         text={"color": contrast, "text": channel("label", "nominal")},
         tooltip=tooltip,
         step=22,
-        width=min(1000, 190 * max(1, data["gpu"].n_unique())),
+        column=150,
+        columns=data["gpu"].n_unique(),
+        kernels=kernels if len(kernels) > 1 else None,
+        filter_element=filter_element,
     )
