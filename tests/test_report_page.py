@@ -122,3 +122,16 @@ def test_importing_kiana_does_not_import_altair() -> None:
     code += "print('altair' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_cli_report_of_no_documents_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("not a document")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "a.json").write_text('{"not": "a kernelindex document"}')
+    for folder, said in (("notes", "no document files under"), ("bad", "nothing to report")):
+        out = tmp_path / f"{folder}.html"
+        result = _kiana("report", str(tmp_path / folder), "-o", str(out), cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert said in result.stderr
+        assert not out.exists()

@@ -111,6 +111,7 @@ def database_label(con: duckdb.DuckDBPyConnection) -> str:
 def run(args: argparse.Namespace) -> int:
     from kiana import load, report
     from kiana.culprits.history import require_repository
+    from kiana.errors import InputError
 
     started = time.monotonic()
     repo = require_repository(args.git) if args.git is not None else None
@@ -128,6 +129,18 @@ def run(args: argparse.Namespace) -> int:
                     f"({summary.rejected:,} rejected)",
                     file=sys.stderr,
                 )
+            if summary.files == 0:
+                raise InputError(
+                    f"no document files under {', '.join(map(str, args.paths))}",
+                    hint="kiana reads .json, .jsonl and .ndjson files (optionally .gz)",
+                )
+        if con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 0:
+            raise InputError(
+                f"nothing to report: {'the documents given' if args.paths else db} hold no "
+                "loaded run",
+                hint="load benchmark documents first (kiana load PATH --db FILE); the "
+                "rejects table says why documents were refused",
+            )
         options = report.ReportOptions(
             top=args.top, table_rows=args.rows,
             command_line=shlex.join(["kiana", *sys.argv[1:]]),
