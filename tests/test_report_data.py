@@ -122,3 +122,13 @@ def test_quality_of_a_database_that_is_not_kianas() -> None:
     with pytest.raises(DatabaseError, match="cannot read the rejects") as caught:
         quality.rejects(duckdb.connect())
     assert caught.value.hint and "kiana load" in caught.value.hint
+
+
+def test_folded_baseline_drift_is_neither_listed_nor_counted() -> None:
+    from kiana.report.data import own_findings, sort_findings
+
+    findings = sample_findings()
+    folded = findings.with_columns(pl.Series("folded", [True] + [False] * (findings.height - 1)))
+    assert own_findings(folded).height == findings.height - 1
+    assert sort_findings(folded).height == findings.height - 1
+    assert own_findings(findings).height == findings.height  # no column: nothing folded

@@ -74,9 +74,20 @@ class Gathered:
     not_judged: pl.DataFrame  # judgement.quality: sessions not judged, and why
 
 
+def own_findings(findings: pl.DataFrame) -> pl.DataFrame:
+    """The findings that are news of their own: a baseline provider's drift folded into
+    the Liger finding it explains (``folded``, named in that finding's evidence) is not
+    listed or counted again."""
+    if "folded" not in findings.columns:
+        return findings
+    return findings.filter(~pl.col("folded").fill_null(False))
+
+
 def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """Most important first: by verdict (in :data:`kiana.vocabulary.VERDICTS` order),
-    then impact, then the size of the median change."""
+    then impact, then the size of the median change; folded baseline drift left out
+    (:func:`own_findings`)."""
+    findings = own_findings(findings)
     if findings.height == 0:
         return findings.with_columns(pl.lit(0, pl.Int64).alias("rank"))
     keyed = findings.with_columns(

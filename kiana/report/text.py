@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from kiana.report.data import ReportData, coverage, verdict_counts, versions_frame
+from kiana.report.data import ReportData, coverage, own_findings, verdict_counts, versions_frame
 from kiana.vocabulary import VERDICTS
 
 
@@ -18,7 +18,8 @@ def _n(count: int, word: str) -> str:
 
 def headline(data: ReportData) -> str:
     """One line: the findings by verdict (unchanged aside), among how many, on what."""
-    counts = verdict_counts(data.judgement.findings)
+    own = own_findings(data.judgement.findings)
+    counts = verdict_counts(own)
     parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
              for v in VERDICTS if v != "unchanged" and counts[v]]  # fmt: skip
     found = ", ".join(parts) if parts else "no regressions"
@@ -26,7 +27,7 @@ def headline(data: ReportData) -> str:
     versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
     span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
     return (
-        f"{found} among {_n(data.judgement.findings.height, 'finding')}: "
+        f"{found} among {_n(own.height, 'finding')}: "
         f"{_n(runs['kernel'].n_unique(), 'kernel')} on {_n(runs['gpu'].n_unique(), 'GPU')}, "
         f"{span} ({_n(len(versions), 'version')}, {_n(runs.height, 'run')})."
     )
