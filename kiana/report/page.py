@@ -74,7 +74,7 @@ def summary(g: Gathered) -> Html:
     covered = coverage_text(g.coverage)
     extra = note(
         f"Findings by verdict: each finding is one kernel, pass, provider, GPU and pair of "
-        f"versions over its workload sweep ({c['findings']:,} findings of {c['steps']:,} steps). "
+        f"sessions over its workload sweep ({c['findings']:,} findings of {c['steps']:,} steps). "
         + (f"Coverage: {covered}. " if covered else "")
         + f"{c['latency runs']:,} latency runs and {c['memory runs']:,} memory runs passed; "
         f"{c['not passed']:,} runs did not pass and are kept but never judged."
@@ -85,8 +85,8 @@ def summary(g: Gathered) -> Html:
 FINDING_COLUMNS = (
     Column("#", "right"), Column("verdict", key="verdict"), Column("kernel", key="kernel"),
     Column("pass"), Column("provider", key="provider"), Column("GPU", key="gpu"),
-    Column("step"), Column("workloads", "right"), Column("median change", "right"),
-    Column("worst change", "right"), Column("confidence", "right"), Column("control"),
+    Column("step"), Column("workloads", "right"), Column("change", "right"),
+    Column("±", "right"), Column("worst change", "right"), Column("control"),
     Column("chart"),
 )  # fmt: skip
 
@@ -104,9 +104,9 @@ def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, lim
             step_label(r),
             Cell(f"{r['workloads_affected']}/{r['workloads_total']}",
                  sort=number(r["workloads_affected"]) or 0),
-            change_cell(r["median_change"], r["verdict"]),
-            change_cell(r["worst_change"], r["verdict"]),
-            percent_cell(r["confidence"]), r["control_provider"], link,
+            change_cell(r.get("change", r["median_change"]), r["verdict"]),
+            percent_cell(r.get("change_se")),
+            change_cell(r["worst_change"], r["verdict"]), r["control_provider"], link,
         ])  # fmt: skip
     columns: tuple[Column, ...] = FINDING_COLUMNS
     if "culprits_command" in shown.columns:  # kiana.culprits.annotate: one more column
@@ -199,9 +199,11 @@ def chart_cards(g: Gathered, threshold: float | None) -> Html:
             f"#{rank} {r['kernel']} · {r['pass']} · {r['provider']} on {r['gpu']}: {step_label(r)}"
         )
         meta = (
-            f"median change {fmt_change(number(r['median_change']))}, worst "
-            f"{fmt_change(number(r['worst_change']))}, on {r['workloads_affected']} of "
-            f"{r['workloads_total']} workloads; control: {r['control_provider'] or 'none'}"
+            f"change {fmt_change(number(r.get('change', r['median_change'])))}, worst "
+            f"{fmt_change(number(r['worst_change']))}, {r['workloads_affected']} of "
+            f"{r['workloads_total']} workloads with this verdict on their own; control: "
+            f"{r['control_provider'] or 'none'}"
+            + (f". {r['evidence']}" if r.get("evidence") else "")
         )
         blamed = culprits_html(r)
         if blamed:
@@ -261,8 +263,9 @@ def render(data: ReportData) -> str:
         ("summary", lambda: summary(g), None),
         ("findings", lambda: findings_table(g.findings, charted, table_id="findings-table",
                                             limit=rows),
-         "One row per kernel, timed pass, provider, GPU and pair of Liger versions, over its "
-         "workload sweep; change is the relative change of the median latency (+ = slower). "
+         "One row per kernel, timed pass, provider, GPU and pair of sessions, judged on its "
+         "whole workload sweep; change is the finding's estimate (pooled over the workloads, "
+         "control-adjusted for Liger; + = slower), ± its standard error. "
          "Click a column to sort; pick values to filter."),
         ("charts", lambda: chart_cards(g, data.judge_options.threshold),
          f"Charts for the {g.charted.height} most important findings (not 'unchanged')."),
