@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_report_helpers import build_page, sample_database
+from tests.report_fixtures import build_page, sample_database
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -165,7 +165,7 @@ def test_hostile_strings_stay_text(browser: Any, tmp_path: Path) -> None:
 def test_notebook_chart_output_draws_offline(browser: Any, tmp_path: Path) -> None:
     """kiana.charts' renderer: a chart output draws with every request refused."""
     import kiana.charts
-    from tests.test_report_helpers import sample_runs
+    from tests.report_fixtures import sample_runs
 
     html = kiana.charts.render_offline(kiana.charts.to_spec(kiana.charts.speedup(sample_runs())))
     out = tmp_path / "output.html"

@@ -10,6 +10,7 @@ from typing import Any
 import duckdb
 import pytest
 
+import kiana.errors
 import kiana.load
 import kiana.load.sources
 import kiana.load.store
@@ -168,3 +169,34 @@ def test_two_loads_at_once_in_one_process_store_each_run_once(
     assert sorted(s.loaded for s in summaries) == [0, 40]
     assert _count(first, "runs") == 40
     assert first.execute("SELECT count(DISTINCT run_id) FROM runs").fetchall()[0][0] == 40
+
+
+def test_a_database_of_another_schema_version_is_refused_untouched(tmp_path: Path) -> None:
+    """Schema 2 keeps the details in ``run_details`` (``measurements`` and ``labels`` are
+    views): a database of schema 1 is refused, and nothing is created in it."""
+    path = tmp_path / "old.duckdb"
+    old = duckdb.connect(str(path))
+    old.execute("CREATE TABLE kiana_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    old.execute("INSERT INTO kiana_meta VALUES ('schema_version', '1')")
+    old.execute("CREATE TABLE measurements (run_id VARCHAR)")
+    old.close()
+    with pytest.raises(kiana.errors.DatabaseError, match="schema version 1"):
+        kiana.load.connect(path)
+    old = duckdb.connect(str(path), read_only=True)
+    tables = {
+        r[0] for r in old.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    }
+    old.close()
+    assert tables == {"kiana_meta", "measurements"}
+
+
+def test_details_read_in_long_form(con: duckdb.DuckDBPyConnection) -> None:
+    """One ``run_details`` row per run; the views give every number and label."""
+    kiana.load.load(con, [SEEDS])
+    assert _count(con, "run_details") == _count(con, "runs") == 2
+    rows = con.execute(
+        "SELECT origin, metric, statistic, unit FROM measurements WHERE origin <> 'sourceNative' "
+        "ORDER BY ALL"
+    ).fetchall()
+    assert ("timing", "latency", "median", "ns") in rows
+    assert con.execute("SELECT DISTINCT key FROM labels").fetchall() == [("liger_version",)]

@@ -18,7 +18,7 @@ import pytest
 import kiana.charts
 from kiana.errors import UsageError
 from kiana.report import charts, frames
-from tests.test_report_helpers import (
+from tests.report_fixtures import (
     PAYLOADS,
     build_page,
     sample_database,

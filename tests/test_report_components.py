@@ -25,7 +25,7 @@ from kiana.report.components import (
     stat_cards,
     table,
 )
-from tests.test_report_helpers import PAYLOADS
+from tests.report_fixtures import PAYLOADS
 
 
 def test_esc_escapes_markup_and_quotes() -> None:

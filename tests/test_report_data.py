@@ -19,7 +19,7 @@ from kiana.report.data import coverage, gather, not_judged
 from kiana.report.text import step_label
 from kiana.stats import Judgement
 from kiana.stats.coverage import Coverage
-from tests.test_report_helpers import (
+from tests.report_fixtures import (
     NOW,
     sample_database,
     sample_findings,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kiana import charts
-from tests.test_report_helpers import (
+from tests.report_fixtures import (
     build_page,
     sample_database,
     sample_findings,
