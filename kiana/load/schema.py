@@ -1,9 +1,12 @@
 """The DuckDB tables kiana keeps.  One definition, used by the loader and by tests.
 
 ``runs``          one row per loaded document (a run); the columns every later stage uses.
-``measurements``  long form of every number in a run: the ``measurements[]`` array,
-                  the timing median, and the harness's ``sourceNative.metrics``.
-``labels``        every ``run.metadata.labels`` entry.
+``run_details``   one row per run: its ``measurements[]`` array (a list of structs), the
+                  harness's ``sourceNative.metrics`` and its ``run.metadata.labels``
+                  (raw JSON), as the document gave them.
+``measurements``  (a view) long form of every number in a run: the ``measurements[]``
+                  array, the timing median, and the harness's ``sourceNative.metrics``.
+``labels``        (a view) every ``run.metadata.labels`` entry.
 ``protocols``     one row per protocol digest.
 ``environments``  one row per environment digest.
 ``rejects``       one row per input that could not be loaded, with the JSON path and why.
@@ -15,7 +18,9 @@ from __future__ import annotations
 
 import duckdb
 
-SCHEMA_VERSION = 1
+#: 2: ``measurements`` and ``labels`` became views over ``run_details`` (one row per run
+#: instead of ~7 detail rows each carrying the 64-character ``run_id``).
+SCHEMA_VERSION = 2
 
 RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     # sha256 of the document's minified JSON.  Unique, but not a PRIMARY KEY: the loader
@@ -66,11 +71,31 @@ CREATE TABLE IF NOT EXISTS loads (
     already_present BIGINT, rejected BIGINT, warned BIGINT
 );
 CREATE TABLE IF NOT EXISTS runs ({", ".join(f'"{n}" {t}' for n, t in RUN_COLUMNS)});
-CREATE TABLE IF NOT EXISTS measurements (
-    run_id VARCHAR NOT NULL, origin VARCHAR NOT NULL, metric VARCHAR, statistic VARCHAR,
-    value DOUBLE, unit VARCHAR
+CREATE TABLE IF NOT EXISTS run_details (
+    run_id VARCHAR NOT NULL,
+    measurements STRUCT(metric VARCHAR, statistic VARCHAR, value DOUBLE, unit VARCHAR)[],
+    native_metrics JSON, labels JSON
 );
-CREATE TABLE IF NOT EXISTS labels (run_id VARCHAR NOT NULL, key VARCHAR NOT NULL, value VARCHAR);
+-- The details in long form, read on demand: the loader writes one run_details row per run.
+-- An object's entries come as two lists unnested side by side, its keys and its values
+-- ('$.*'), which keep the same order (duplicate keys included).
+CREATE VIEW IF NOT EXISTS measurements AS
+SELECT run_id, 'measurements' AS origin, m.metric, m.statistic, m.value, m.unit
+FROM (SELECT run_id, unnest(measurements) AS m FROM run_details)
+UNION ALL
+SELECT run_id, 'timing', 'latency', 'median', median, 'ns'
+FROM runs WHERE metric = 'latency' AND median IS NOT NULL
+UNION ALL
+SELECT run_id, 'sourceNative', key, NULL, try_cast(value AS DOUBLE), NULL
+FROM (SELECT run_id, unnest(json_keys(native_metrics)) AS key,
+             unnest(json_extract(native_metrics, '$.*')) AS value
+      FROM run_details WHERE json_type(native_metrics) = 'OBJECT');
+CREATE VIEW IF NOT EXISTS labels AS
+SELECT run_id, key,
+    CASE WHEN json_type(value) = 'VARCHAR' THEN json_extract_string(value, '$')
+         ELSE value::VARCHAR END AS value
+FROM (SELECT run_id, unnest(json_keys(labels)) AS key, unnest(json_extract(labels, '$.*')) AS value
+      FROM run_details);
 CREATE TABLE IF NOT EXISTS protocols (
     digest VARCHAR PRIMARY KEY, name VARCHAR, title VARCHAR, family VARCHAR, notes VARCHAR,
     timer VARCHAR, primary_statistic VARCHAR, harness_name VARCHAR,
@@ -93,7 +118,10 @@ CREATE TABLE IF NOT EXISTS warnings (
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the tables if they are missing; refuse a database of another schema."""
+    """Create the tables if they are missing; refuse a database of another schema (before
+    creating anything in it)."""
+    if _schema_version(con) is not None:
+        check_schema(con)
     con.execute(DDL)
     if _schema_version(con) is None:
         con.execute("INSERT INTO kiana_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])

@@ -188,29 +188,11 @@ SELECT run_id, partition_id, family, kernel, "pass", provider, workload, gpu, ve
 FROM good
 """
 
-#: The details of the new runs (``good``), one statement each: a relation named twice
-#: in one statement would be materialised.  An object's entries come as two lists
-#: unnested side by side, its keys and its values (``'$.*'``), which keep the same order
-#: (duplicate keys included); ``json_each`` would give the same rows as a lateral join,
-#: which DuckDB runs as a hash join on the JSON text.
-_INSERT_DETAILS_SQL = (
-    """INSERT INTO measurements
-SELECT run_id, 'measurements', m.metric, m.statistic, m.value, m.unit
-FROM (SELECT run_id, unnest(ms) AS m FROM good)""",
-    """INSERT INTO measurements
-SELECT run_id, 'timing', 'latency', 'median', median_val, 'ns' FROM good
-WHERE metric = 'latency' AND median_val IS NOT NULL""",
-    """INSERT INTO measurements
-SELECT run_id, 'sourceNative', key, NULL, try_cast(value AS DOUBLE), NULL
-FROM (SELECT run_id, unnest(json_keys(native_metrics)) AS key,
-             unnest(json_extract(native_metrics, '$.*')) AS value
-      FROM good WHERE json_type(native_metrics) = 'OBJECT')""",
-    """INSERT INTO labels
-SELECT run_id, key,
-    CASE WHEN json_type(value) = 'VARCHAR' THEN json_extract_string(value, '$') ELSE value::VARCHAR END
-FROM (SELECT run_id, unnest(json_keys(labels)) AS key, unnest(json_extract(labels, '$.*')) AS value
-      FROM good)""",
-)
+#: The details of the new runs (``good``) -> ``run_details``, one row per run; the
+#: ``measurements`` and ``labels`` views give them in long form (:mod:`kiana.load.schema`).
+_INSERT_DETAILS_SQL = """
+INSERT INTO run_details SELECT run_id, ms, native_metrics, labels FROM good
+"""
 
 #: The first document of each protocol digest not stored yet (``good``).
 _NEW_PROTOCOLS_SQL = """
@@ -360,10 +342,9 @@ def _insert_rejects(
 
 
 def _insert_details(con: duckdb.DuckDBPyConnection, items: pa.Table, good: pa.Table) -> None:
-    """The measurements and labels of the new runs, and the protocols and environments
+    """The details of the new runs, and the protocols and environments
     whose digests are new (their content from their first document)."""
-    for sql in _INSERT_DETAILS_SQL:
-        _write(con, sql, "good", good)
+    _write(con, _INSERT_DETAILS_SQL, "good", good)
     for column, table, new_sql, insert_sql in (
         ("protocol_digest", "protocols", _NEW_PROTOCOLS_SQL, _INSERT_PROTOCOLS_SQL),
         ("environment_digest", "environments", _NEW_ENVIRONMENTS_SQL, _INSERT_ENVIRONMENTS_SQL),
