@@ -448,19 +448,27 @@ def test_plain_liger_of_a_backend_file_becomes_liger_backend(
 ) -> None:
     cutile, main = backend_csvs
     result = import_csvs([cutile, main])
-    assert providers_of(result) == [
-        "liger",
-        "liger_cutile",
-        "liger_cutile",
-        "liger_triton",
-        "torch",
-    ]
+    # The cutile file's own rows (plain "liger") become liger_cutile; its Triton rows
+    # (liger_triton) become liger, the Triton name of the main file.
+    assert providers_of(result) == ["liger", "liger", "liger_cutile", "liger_cutile", "torch"]
     renames = [w for w in result.warnings if "imported as" in w]
     assert renames == [
         "all_benchmark_data_cutile.csv: 2 row(s) of provider 'liger' imported as "
-        "'liger_cutile' (in a per-backend CSV the plain name is that backend's code, "
-        "not Triton's)"
+        "'liger_cutile' (one name per implementation: Triton's is 'liger', as in "
+        "all_benchmark_data.csv)",
+        "all_benchmark_data_cutile.csv: 1 row(s) of provider 'liger_triton' imported as "
+        "'liger' (one name per implementation: Triton's is 'liger', as in "
+        "all_benchmark_data.csv)",
     ]
+
+
+def test_triton_variants_of_a_backend_file_take_the_main_files_names() -> None:
+    from kiana.importers.liger import backend_provider
+
+    assert backend_provider("liger_triton_rms_norm", "cutile") == "liger_rms_norm"
+    assert backend_provider("liger_cutile_rms_norm", "cutile") is None
+    assert backend_provider("liger_triton", None) is None
+    assert backend_provider("liger_tritonx", "cutile") is None
 
 
 def test_main_file_keeps_plain_liger_without_warning(backend_csvs: tuple[Path, Path]) -> None:

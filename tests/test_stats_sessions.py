@@ -171,7 +171,8 @@ def test_pool_matches_the_reference(pairs: list[tuple[float, float]]) -> None:
 @pytest.mark.skipif(not LIGER_CSVS.is_dir(), reason="../shared/liger (Liger's CSVs) is absent")
 def test_the_real_same_label_case(tmp_path: Path) -> None:
     """cross_entropy on B200 under 0.8.0: the cutile CSV (2026-06-16) and the cutedsl CSV
-    (2026-07-05) measured liger_triton weeks apart: two sessions, one step."""
+    (2026-07-05) measured Triton's code (their liger_triton, imported as liger) weeks
+    apart: two sessions, one step."""
     import kiana
     from kiana.importers.liger import import_csvs
     from kiana.load.judged import judged_runs
@@ -181,7 +182,7 @@ def test_the_real_same_label_case(tmp_path: Path) -> None:
     result = judge(judged_runs(con))
     found = result.findings.filter(
         (pl.col("kernel") == "cross_entropy")
-        & (pl.col("provider") == "liger_triton")
+        & (pl.col("provider") == "liger")
         & (pl.col("pass") == "forward")
     )
     assert found.height == 1

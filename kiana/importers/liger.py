@@ -24,11 +24,14 @@ Column by column
     rule renames: Liger writes one CSV per backend, ``all_benchmark_data_<backend>.csv``
     (``all_benchmark_data_cutile.csv``; ``all_benchmark_data.csv`` is Triton's), and some
     versions of a per-backend file name the backend's own rows plain ``liger``, like the
-    Triton rows of ``all_benchmark_data.csv``.  So in a per-backend file (backend taken
-    from the file name, see :func:`csv_backend`) a provider of exactly ``liger`` becomes
-    ``liger_<backend>`` (``liger_cutile``), and the import warns once per file.  Every
-    other provider keeps its name (``liger_triton`` rows of two backend files are the
-    same Triton code and stay comparable; ``torch``, ``liger_cutile``, ... unchanged).
+    Triton rows of ``all_benchmark_data.csv``, while others name the Triton rows
+    ``liger_triton``.  One implementation must keep one name, and each name must mean one
+    implementation, so in a per-backend file (backend taken from the file name, see
+    :func:`csv_backend`) a provider of exactly ``liger`` becomes ``liger_<backend>``
+    (``liger_cutile``), and ``liger_triton`` (``liger_triton_<x>``) becomes ``liger``
+    (``liger_<x>``): Triton's code is ``liger`` in every file, comparable across the main
+    CSV and the backend CSVs.  The import warns once per file and name.  Every other
+    provider keeps its name (``torch``, ``liger_cutile``, ...).
 ``kernel_operation_mode``
     the timed pass (``forward``, ``backward``, ``full``, ``no-grad-forward``, ...).
 ``metric_name`` / ``metric_unit``
@@ -165,10 +168,27 @@ def read_rows(
         record.update(zip(header, cells, strict=True))
         renamed_from = None
         provider = record.get("kernel_provider")
-        if backend is not None and provider is not None and provider.strip() == LIGER:
-            renamed_from = provider
-            record["kernel_provider"] = f"{LIGER_PREFIX}{backend}"
+        renamed = backend_provider(provider, backend)
+        if renamed is not None:
+            renamed_from, record["kernel_provider"] = provider, renamed
         yield Row(record, source, line, csv=csv_name, commit=commit, renamed_from=renamed_from)
+
+
+#: The Triton provider names of a per-backend CSV (``liger_triton``, ``liger_triton_*``).
+TRITON = f"{LIGER_PREFIX}triton"
+
+
+def backend_provider(provider: str | None, backend: str | None) -> str | None:
+    """The provider a per-backend CSV's row is imported under, when it is renamed (the
+    ``kernel_provider`` rule of the module docstring); None when it keeps its name."""
+    if backend is None or provider is None:
+        return None
+    name = provider.strip()
+    if name == LIGER:
+        return f"{LIGER_PREFIX}{backend}"
+    if name == TRITON or name.startswith(TRITON + "_"):
+        return LIGER + name[len(TRITON) :]
+    return None
 
 
 @dataclass(frozen=True)
@@ -202,7 +222,7 @@ def convert_rows(rows: Iterable[Row | Skipped], *, sources: Sequence[str] = ()) 
     :mod:`kiana.importers.workloads`) over all of them."""
     converted: list[tuple[RunSpec, str]] = []
     skipped: list[Skipped] = []
-    renamed: Counter[tuple[str, str]] = Counter()
+    renamed: Counter[tuple[str, str, str]] = Counter()
     read = 0
     for item in rows:
         read += 1
@@ -210,7 +230,8 @@ def convert_rows(rows: Iterable[Row | Skipped], *, sources: Sequence[str] = ()) 
             skipped.append(item)
             continue
         if item.renamed_from is not None:
-            renamed[(item.csv or item.source, item.cells["kernel_provider"])] += 1
+            renamed[(item.csv or item.source, item.renamed_from.strip(),
+                     item.cells["kernel_provider"])] += 1  # fmt: skip
         try:
             spec = row_spec(item)
         except LigerRowError as exc:
@@ -219,9 +240,9 @@ def convert_rows(rows: Iterable[Row | Skipped], *, sources: Sequence[str] = ()) 
         x_name = item.cells["x_name"].strip()
         converted.append((spec, part_name(x_name)))
     warnings = [
-        f"{csv}: {count} row(s) of provider {LIGER!r} imported as {provider!r} (in a "
-        f"per-backend CSV the plain name is that backend's code, not Triton's)"
-        for (csv, provider), count in sorted(renamed.items())
+        f"{csv}: {count} row(s) of provider {was!r} imported as {now!r} (one name per "
+        f"implementation: Triton's is {LIGER!r}, as in all_benchmark_data.csv)"
+        for (csv, was, now), count in sorted(renamed.items())
     ]
     specs, collisions = separate_collisions(converted)
     warnings += collisions
