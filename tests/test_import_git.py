@@ -16,6 +16,7 @@ import pytest
 from kiana.errors import InputError
 from kiana.importers.git import import_git
 from kiana.importers.rows import COLUMNS
+from tests.conftest import run_kiana
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -244,12 +245,7 @@ def empty_repo(path: Path) -> Path:
 
 
 def import_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kiana", "import", "liger", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return run_kiana("import", "liger", *map(str, args))
 
 
 def test_cli_repository_without_liger_csvs_is_an_input_error(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ import gzip
 import io
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from kiana.importers.rows import (
     row_document,
 )
 from kiana.importers.workloads import workload_params, workload_slug
+from tests.conftest import run_kiana
 
 LIGER = Path(__file__).parents[1].parent / "shared" / "liger"
 SEEDS = Path(__file__).parents[1].parent / "shared" / "seeds"
@@ -352,12 +352,7 @@ def test_every_real_row_is_accounted_for(real: ImportResult) -> None:
 
 
 def kiana(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kiana", "import", "liger", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return run_kiana("import", "liger", *map(str, args))
 
 
 @pytest.fixture
