@@ -13,9 +13,10 @@ import contextlib
 import itertools
 import json
 import os
+import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -102,20 +103,65 @@ def load(
     ``progress`` is called after each batch (see :data:`Progress`)."""
     started = time.monotonic()
     files = expand(paths)
-    return _load_batches(
-        con, _read(con, files), [os.fspath(p) for p in paths], len(files), started, progress
-    )
+    reader = con.cursor()  # DuckDB's JSONL reader runs on its own session (and thread)
+    try:
+        return _load_batches(
+            con, _read(reader, files), [os.fspath(p) for p in paths], len(files), started, progress
+        )
+    finally:
+        reader.close()
 
 
-def _read(con: duckdb.DuckDBPyConnection, files: Iterable[InputFile]) -> Iterator[Batch]:
-    """Every record of every file, in bounded batches: DuckDB reads the plain JSONL
-    files that :func:`kiana.load.native.eligible` passes, Python every other file."""
+def _read(reader: duckdb.DuckDBPyConnection, files: Iterable[InputFile]) -> Iterator[Batch]:
+    """Every record of every file, in bounded batches: DuckDB reads (on ``reader``) the
+    plain JSONL files that :func:`kiana.load.native.eligible` passes, Python every
+    other file."""
     for direct, group in itertools.groupby(files, native.eligible):
         if direct:
             for item in group:
-                yield from native.file_batches(con, item)
+                yield from native.file_batches(reader, item)
         else:
             yield from sources.batches(group)
+
+
+def _ahead(stream: Iterable[Batch]) -> Generator[Batch, None, None]:
+    """The batches of ``stream``, each read on a second thread while the caller writes
+    the one before: one batch ahead, so at most two batches are held.  An exception of
+    the reading is raised here, in its order; closing this generator stops the reading."""
+    handoff: queue.Queue[tuple[Batch | None, BaseException | None]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def put(item: tuple[Batch | None, BaseException | None]) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for batch in stream:
+                if not put((batch, None)):
+                    return
+            put((None, None))
+        except BaseException as exc:  # handed to the caller, raised there
+            put((None, exc))
+
+    thread = threading.Thread(target=read, name="kiana-load-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            batch, error = handoff.get()
+            if error is not None:
+                raise error
+            if batch is None:
+                return
+            yield batch
+    finally:
+        stop.set()
+        thread.join()
 
 
 def load_documents(
@@ -156,13 +202,14 @@ def _load_batches(
 ) -> LoadSummary:
     with _ONE_LOAD:
         total = BatchCounts()
+        batches = _ahead(stream)
         con.execute("BEGIN TRANSACTION")
         try:
             (load_id,) = con.execute("SELECT nextval('load_ids')").fetchall()[0]
             begun = datetime.now(UTC).replace(tzinfo=None)
             done_files: set[str] = set()
             lap = laps()
-            for batch in stream:
+            for batch in batches:
                 lap("reading (files, JSONL pre-check, DuckDB's CSV reader)")
                 counts = write_batch(con, batch, load_id)
                 lap(None)  # write_batch timed its own stages
@@ -194,6 +241,7 @@ def _load_batches(
             con.execute("COMMIT")
             lap("COMMIT")
         except BaseException as exc:
+            batches.close()  # stops the reading thread
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
             # A COMMIT that cannot write its WAL (full disk, file size limit) surfaces as a

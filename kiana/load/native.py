@@ -21,7 +21,7 @@ readers could differ occurs:
 
 Any other file (and every gzip or ``.json`` file) keeps the Python reader.  Line
 numbers come from the order of the rows: the reading cursor preserves insertion order
-(a session setting on its own cursor, so the load's other queries keep running
+(a session setting on the reading connection, so the load's other queries keep running
 unordered), and every line of an eligible file is a row.
 """
 
@@ -150,33 +150,30 @@ def _batch(source: str, pending: list[pa.Table]) -> Batch:
     )
 
 
-def file_batches(con: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator[Batch]:
-    """The records of an :func:`eligible` file in bounded batches, read by DuckDB."""
+def file_batches(reader: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator[Batch]:
+    """The records of an :func:`eligible` file in bounded batches, read by DuckDB on
+    ``reader``, a connection for reading only (its session keeps insertion order)."""
     source = str(item.path)
     line = 0  # lines read so far
     pending: list[pa.Table] = []
     rows = nbytes = 0
-    cursor = con.cursor()  # its own session: insertion order kept, closed at the end
-    try:
-        for chunk in _reader(cursor, source):
-            count = chunk.num_rows
-            text = chunk.column(0)
-            numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())
-            line += count
-            part = pa.table({"line": numbers, "text": text})
-            keep = pc.not_equal(pc.utf8_trim(text, " \t\x0b\x0c"), "")
-            if not pc.all(keep).as_py():  # a line of blanks: skipped, as Python skips it
-                part = part.filter(keep)
-            while part.num_rows:
-                piece = part.slice(0, sources.BATCH_RECORDS - rows)
-                part = part.slice(piece.num_rows)
-                pending.append(piece)
-                rows += piece.num_rows
-                nbytes += int(pc.sum(pc.binary_length(piece.column("text"))).as_py() or 0)
-                if rows >= sources.BATCH_RECORDS or nbytes >= sources.BATCH_BYTES:
-                    yield _batch(source, pending)
-                    pending, rows, nbytes = [], 0, 0
-    finally:
-        cursor.close()
+    for chunk in _reader(reader, source):
+        count = chunk.num_rows
+        text = chunk.column(0)
+        numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())
+        line += count
+        part = pa.table({"line": numbers, "text": text})
+        keep = pc.not_equal(pc.utf8_trim(text, " \t\x0b\x0c"), "")
+        if not pc.all(keep).as_py():  # a line of blanks: skipped, as Python skips it
+            part = part.filter(keep)
+        while part.num_rows:
+            piece = part.slice(0, sources.BATCH_RECORDS - rows)
+            part = part.slice(piece.num_rows)
+            pending.append(piece)
+            rows += piece.num_rows
+            nbytes += int(pc.sum(pc.binary_length(piece.column("text"))).as_py() or 0)
+            if rows >= sources.BATCH_RECORDS or nbytes >= sources.BATCH_BYTES:
+                yield _batch(source, pending)
+                pending, rows, nbytes = [], 0, 0
     if rows:
         yield _batch(source, pending)
