@@ -78,30 +78,26 @@ def _json_error(text: str) -> str:
 # Each reads the relations named in its docstring-comment; table names (runs,
 # protocols, ...) are the database's own.
 
-#: Stage 1 (``records``: rec, source, line, text, problem -> one row per candidate
-#: document, arrays expanded).  Each record is parsed once (``try(json(text))``:
-#: minified, or NULL when invalid) and the parsed records are materialised, so the
-#: expansion does not parse them again; minified JSON starts with ``[`` exactly when it
-#: is an array.
+#: Stage 1 (``records``: rec, source, line, text, problem -> one row per record):
+#: each record parsed once, ``try(json(text))``: the minified document (``run_id`` is
+#: its sha256), or NULL when the text is not JSON.
 STAGE1_SQL = """
-WITH parsed AS MATERIALIZED (
-    SELECT *, CASE WHEN left(j, 1) = '[' THEN json_array_length(j) END AS n
-    FROM (SELECT rec, source, line, text, problem,
-                 CASE WHEN problem IS NULL THEN try(json(text)) END AS j
-          FROM records)
-)
-SELECT rec, 0 AS item, source, line, NULL AS item_index, j AS doc,
+SELECT rec, 0::BIGINT AS item, source, line, NULL::BIGINT AS item_index, j AS doc,
        CASE WHEN problem IS NOT NULL THEN problem
             WHEN j IS NULL THEN 'invalid JSON'
-            WHEN n = 0 THEN 'empty array: no document in it' END AS problem,
+            WHEN j = '[]' THEN 'empty array: no document in it' END AS problem,
        CASE WHEN problem IS NULL AND j IS NULL THEN text[:200] END AS excerpt
-FROM parsed WHERE n IS NULL OR n = 0
-UNION ALL
-SELECT rec, unnest(range(n::BIGINT)) AS item, source, line,
-       unnest(range(n::BIGINT)) AS item_index,
-       unnest(json_extract(j, '$[*]')) AS doc, NULL, NULL
-FROM parsed WHERE n > 0
+FROM (SELECT *, CASE WHEN problem IS NULL THEN try(json(text)) END AS j FROM records)
 """
+
+#: The documents of the arrays among stage 1's rows (``arrays``: rows whose minified
+#: document starts with ``[`` and holds at least one element), one row each.
+_EXPAND_SQL = """
+SELECT rec, unnest(range(n)) AS item, source, line, unnest(range(n)) AS item_index,
+       unnest(json_extract(doc, '$[*]')) AS doc, problem, excerpt
+FROM (SELECT *, json_array_length(doc)::BIGINT AS n FROM arrays)
+"""
+
 
 #: The fast path over the candidate documents of ``items`` (stage 1's rows without a
 #: problem), with the reject columns of the full check (both NULL): a batch whose
@@ -305,6 +301,17 @@ def _check(con: duckdb.DuckDBPyConnection, items: pa.Table) -> pa.Table:
     return con.from_arrow(passed).union(con.from_arrow(slow)).to_arrow_table()
 
 
+def _expanded(con: duckdb.DuckDBPyConnection, items: pa.Table) -> pa.Table:
+    """Stage 1's rows with every array (not empty) replaced by its documents."""
+    doc = items.column("doc")
+    arrays = pc.and_(pc.starts_with(doc, "["), pc.is_null(items.column("problem")))
+    if not pc.any(arrays).as_py():
+        return items
+    documents = _select(con, _EXPAND_SQL, "arrays", items.filter(arrays))
+    kept = items.filter(pc.invert(pc.fill_null(arrays, False)))
+    return pa.concat_tables([kept, documents.cast(kept.schema)])
+
+
 def _unreadable(items: pa.Table) -> list[tuple[int, str, str]]:
     """The records that are no candidate document: rec, where (``source:line``), why."""
     problem = items.column("problem")
@@ -363,7 +370,7 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
     """Check, dedupe and insert one batch; returns its counts."""
     lap = laps()
     load_id = int(load_id)
-    items = _select(con, STAGE1_SQL, "records", batch.table())
+    items = _expanded(con, _select(con, STAGE1_SQL, "records", batch.table()))
     lap("stage 1: parse + minify, arrays expanded")
     rows = []
     for rec, source, problem in _unreadable(items):
