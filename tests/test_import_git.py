@@ -210,7 +210,8 @@ def test_labels_name_the_csv_path_and_the_first_commit_holding_the_row(repo: Pat
 
 
 def test_cli_git_labels_reach_the_labels_table(repo: Path, tmp_path: Path) -> None:
-    load = pytest.importorskip("kiana.load")
+    from kiana import load
+
     db = tmp_path / "k.duckdb"
     done = subprocess.run(
         [sys.executable, "-m", "kiana", "import", "liger", "--git", str(repo), "--db", str(db)],
