@@ -34,7 +34,7 @@ from kiana.stats.changepoints import empty_changepoints
 from kiana.stats.controls import attach_controls
 from kiana.stats.coverage import Coverage, coverage
 from kiana.stats.noise import kernel_floor, noise_scale, session_noise
-from kiana.stats.options import JudgeOptions
+from kiana.stats.options import JudgeOptions, series_window
 from kiana.stats.outliers import mark_outliers
 from kiana.stats.quality import quality
 from kiana.stats.series import judgeable, points
@@ -139,11 +139,7 @@ def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
     all_points = points(
         frame, versions, gross_change=options.gross_change, separation=options.separation
     )
-    window = (
-        ["series_id"]
-        if "series_id" in all_points.columns
-        else ["partition_id", "provider", "metric"]
-    )
+    window = series_window(all_points)
     raw_points = all_points.filter(~pl.col("conflict")).with_columns(
         pl.int_range(pl.len()).over(window).alias("position")
     )

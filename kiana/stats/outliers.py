@@ -37,15 +37,11 @@ import math
 
 import polars as pl
 
+from kiana.stats.evidence import pct
 from kiana.stats.options import JudgeOptions
 from kiana.stats.quality import QUALITY_COLUMNS
 from kiana.stats.sessions import session_label
 from kiana.vocabulary import FINDING_KEYS, SERIES_KEYS
-
-
-def _pct(expr: pl.Expr) -> pl.Expr:
-    text = (expr * 100).round(1).cast(pl.String) + pl.lit("%")
-    return pl.when(expr > 0).then(pl.lit("+") + text).otherwise(text)
 
 
 def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -110,7 +106,7 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
             pl.lit("outlier at ")
             + pl.col(at)
             + pl.lit(": ")
-            + _pct(pl.col(change))
+            + pct(pl.col(change))
             + pl.lit(f" and back {back}, not a change; ")
         )
 
@@ -146,7 +142,7 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
             pl.col("log_ratio").exp().alias("ratio"),
             (
                 pl.lit("one session ")
-                + _pct(pl.col("change"))
+                + pct(pl.col("change"))
                 + pl.lit(" off its neighbours and back at the next: an outlier, not a change")
             ).alias("message"),
         )

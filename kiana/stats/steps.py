@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from kiana.stats.evidence import pct
 from kiana.stats.noise import worse_source
 from kiana.stats.options import JudgeOptions, series_window
 from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
@@ -131,10 +132,6 @@ def raw_verdict(log_ratio: str, noise: str, options: JudgeOptions) -> pl.Expr:
     )
 
 
-def _pct(expr: pl.Expr) -> pl.Expr:
-    return (expr * 100).round(1).cast(pl.String) + pl.lit("%")
-
-
 def decide(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     """Final verdict and evidence, given raw measures and the control columns of
     :func:`kiana.stats.controls.attach_controls`."""
@@ -165,7 +162,7 @@ def decide(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         .then(pl.lit("no noise information (zero spread, one run, no floor)"))
         .otherwise(
             pl.lit("noise ")
-            + _pct(pl.col("noise"))
+            + pct(pl.col("noise"), signed=False)
             + pl.lit(" from ")
             + pl.col("noise_source")
             + pl.when(pl.col("noise_source") != "spread")
@@ -181,9 +178,9 @@ def decide(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
             pl.lit("; control ")
             + pl.col("control_provider")
             + pl.lit(" ")
-            + _pct(pl.col("control_change"))
+            + pct(pl.col("control_change"), signed=False)
             + pl.lit(", adjusted ")
-            + _pct(pl.col("adjusted_change"))
+            + pct(pl.col("adjusted_change"), signed=False)
             + pl.lit(" (")
             + pl.col("adjusted_verdict")
             + pl.lit(")")
@@ -210,7 +207,7 @@ def decide(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     return steps.with_columns(verdict.alias("verdict")).with_columns(
         pl.concat_str(
             [
-                pl.lit("change ") + _pct(pl.col("change")).fill_null("n/a"),
+                pl.lit("change ") + pct(pl.col("change"), signed=False).fill_null("n/a"),
                 pl.lit(", "),
                 noise_part.fill_null("noise n/a"),
                 control_part.fill_null(""),
