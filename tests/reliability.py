@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from kiana.export import TABLES as EXPORTED_TABLES
+from tests.conftest import run_kiana
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "data" / "seeds" / "layer_norm-backward-huggingface-h100.json"
@@ -587,14 +588,7 @@ CHILD = (
 def kiana(
     *args: str, cwd: Path | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kiana", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_kiana(*args, cwd=cwd, timeout=timeout)
 
 
 def write_corpus(path: Path, count: int, *, start: int = 0) -> Path:
