@@ -117,9 +117,9 @@ def check_filters(runs: pl.DataFrame, args: argparse.Namespace) -> None:
 
     for option, column, substring in FILTERS:
         for value in getattr(args, option):
-            known = runs.get_column(column).unique().drop_nulls().to_list()
             if runs.select(_matches(column, [value], substring).any()).item():
                 continue
+            known = runs.get_column(column).unique().drop_nulls().to_list()
             lowered = {k.lower(): k for k in known}
             close = difflib.get_close_matches(value.lower(), list(lowered), n=3, cutoff=0.4)
             shown = ", ".join(lowered[c] for c in close) or ", ".join(sorted(known)[:5])
