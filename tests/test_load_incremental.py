@@ -84,7 +84,7 @@ def test_interrupted_load_leaves_nothing(
     write_jsonl(tmp_path / "x.jsonl", _versions(seed, 5))
     monkeypatch.setattr(kiana.load.sources, "BATCH_RECORDS", 2)
     calls = {"n": 0}
-    real = kiana.load.store.write_batch
+    real = kiana.load.store.store_batch
 
     def failing(*args: Any, **kwargs: Any) -> Any:
         calls["n"] += 1
@@ -92,11 +92,11 @@ def test_interrupted_load_leaves_nothing(
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(kiana.load, "write_batch", failing)
+    monkeypatch.setattr(kiana.load, "store_batch", failing)
     with pytest.raises(KeyboardInterrupt):
         kiana.load.load(con, [tmp_path / "x.jsonl"])
     assert _count(con, "runs") == 0 and _count(con, "loads") == 0
-    monkeypatch.setattr(kiana.load, "write_batch", real)
+    monkeypatch.setattr(kiana.load, "store_batch", real)
     assert kiana.load.load(con, [tmp_path / "x.jsonl"]).loaded == 5
 
 

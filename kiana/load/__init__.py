@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import polars as pl
@@ -29,11 +29,12 @@ from kiana.errors import DatabaseError, UsageError
 from kiana.load import native, sources
 from kiana.load.schema import RUN_COLUMNS, check_schema, ensure_schema
 from kiana.load.sources import Batch, InputFile, expand
-from kiana.load.store import BatchCounts, laps, write_batch
+from kiana.load.store import BatchCounts, Checked, check_batch, laps, store_batch
 
 __all__ = ["RUNS_COLUMNS", "LoadSummary", "Progress", "connect", "load", "load_documents", "runs"]
 
 PathLike = str | os.PathLike[str]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -126,17 +127,17 @@ def _read(
             yield from _ahead(sources.batches(group))
 
 
-def _ahead(stream: Iterable[Batch]) -> Generator[Batch, None, None]:
+def _ahead(stream: Iterable[T]) -> Generator[T, None, None]:
     """The batches of ``stream``, each read on a second thread while the caller writes
     the one before: one batch ahead, so at most two batches are held.  An exception of
     the reading is raised here, in its order; closing this generator stops the reading.
     For Python's reader (``.json`` files, gzip): its file system calls and decoding
     overlap DuckDB's work.  DuckDB's own JSONL reader gains nothing from it (both cores
     are busy) and would hold a batch more (1M JSONL: 1,459 -> 1,627 MiB peak)."""
-    handoff: queue.Queue[tuple[Batch | None, BaseException | None]] = queue.Queue(maxsize=1)
+    handoff: queue.Queue[tuple[T | None, BaseException | None]] = queue.Queue(maxsize=1)
     stop = threading.Event()
 
-    def put(item: tuple[Batch | None, BaseException | None]) -> bool:
+    def put(item: tuple[T | None, BaseException | None]) -> bool:
         while not stop.is_set():
             try:
                 handoff.put(item, timeout=0.05)
@@ -197,6 +198,20 @@ def load_documents(
     return _load_batches(con, records(), [source], 1, started, None)
 
 
+def _checked(
+    checker: duckdb.DuckDBPyConnection, stream: Iterable[Batch]
+) -> Generator[Checked, None, None]:
+    """The batches of ``stream`` read and checked on ``checker``, a cursor of their own
+    (the checks read no table), so that :func:`_ahead` runs them on a second thread while
+    the load's connection stores the batch before."""
+    lap = laps()
+    for batch in stream:
+        lap("reading (files, JSONL pre-check, DuckDB's CSV reader)")
+        checked = check_batch(checker, batch)
+        lap(None)  # check_batch timed its own stages
+        yield checked
+
+
 def _load_batches(
     con: duckdb.DuckDBPyConnection,
     stream: Generator[Batch, None, None],
@@ -205,7 +220,7 @@ def _load_batches(
     started: float,
     report: Progress | None,
 ) -> LoadSummary:
-    with _ONE_LOAD:
+    with _ONE_LOAD, contextlib.closing(con.cursor()) as checker:
         total = BatchCounts()
         con.execute("BEGIN TRANSACTION")
         try:
@@ -213,10 +228,11 @@ def _load_batches(
             begun = datetime.now(UTC).replace(tzinfo=None)
             done_files: set[str] = set()
             lap = laps()
-            for batch in stream:
-                lap("reading (files, JSONL pre-check, DuckDB's CSV reader)")
-                counts = write_batch(con, batch, load_id)
-                lap(None)  # write_batch timed its own stages
+            for checked in _ahead(_checked(checker, stream)):
+                lap("waiting for the checks")
+                counts = store_batch(con, checked, load_id)
+                lap(None)  # store_batch timed its own stages
+                batch = checked.batch
                 for name in ("read", "loaded", "already_present", "rejected", "warned"):
                     setattr(total, name, getattr(total, name) + getattr(counts, name))
                 if report:

@@ -17,22 +17,24 @@ from collections.abc import Callable
 from kiana.load.validate import (
     CONTAINERS,
     ENV_STRUCTURE,
-    NOT_NUMBER_START,
     REJECT_PATH,
     REJECT_REASON,
     STRUCTURE,
+    numeric,
 )
 
 
 def json_text(expr: str) -> str:
     """A raw JSON string leaf -> its text, or NULL when it is not a string."""
-    return f"CASE WHEN left({expr}, 1) = '\"' THEN json_extract_string({expr}, '$') END"
+    return f"CASE WHEN starts_with({expr}, '\"') THEN json_extract_string({expr}, '$') END"
 
 
 def plain_text(expr: str) -> str:
     """:func:`json_text` for documents without a backslash: a string leaf's text is the leaf
-    without its quotes (no escapes to decode), so no JSON parse is needed."""
-    return f"CASE WHEN left({expr}, 1) = '\"' THEN ({expr})[2:-2] END"
+    without its quotes (no escapes to decode), so no JSON parse is needed.  Without a
+    backslash no quote can be escaped, so the leaf's only quotes are its first and last
+    character: removing every quote (a byte scan) is cheaper than a character slice."""
+    return f"CASE WHEN starts_with({expr}, '\"') THEN replace({expr}, '\"', '') END"
 
 
 StringOf = Callable[[str], str]
@@ -74,8 +76,8 @@ def derived(s: StringOf, measurements: str, source: str, first: str = "") -> str
 ), f3 AS (
     SELECT *,
         coalesce(list_position(list_transform(meas, lambda m: coalesce(
-            left(m.metric, 1) = '"' AND left(m.statistic, 1) = '"'
-            AND left(m.value, 1) NOT IN {NOT_NUMBER_START}
+            starts_with(m.metric, '"') AND starts_with(m.statistic, '"')
+            AND {numeric("m.value")}
             AND isfinite(try_cast(m.value AS DOUBLE)), false)), false), 0) AS bad_measurement,
         list_transform(meas, lambda m: {{'metric': {s("m.metric")},
             'statistic': {s("m.statistic")}, 'value': try_cast(m.value AS DOUBLE),
@@ -101,7 +103,7 @@ def derived(s: StringOf, measurements: str, source: str, first: str = "") -> str
     FROM f4
 ), f AS (
     SELECT *,
-        CASE WHEN left(median_raw, 1) NOT IN {NOT_NUMBER_START}
+        CASE WHEN {numeric("median_raw")}
              THEN try_cast(median_raw AS DOUBLE) END AS median_val
     FROM f5
 )"""

@@ -50,7 +50,7 @@ FAST_SQL = f"""
 WITH t AS (
     SELECT rec, item, {SOURCE} AS source,
            doc, strlen(doc::VARCHAR) AS doc_bytes,
-           CASE WHEN left(doc::VARCHAR, 1) = '{{' THEN 'OBJECT' ELSE '?' END AS doc_type,
+           CASE WHEN starts_with(doc::VARCHAR, '{{') THEN 'OBJECT' ELSE '?' END AS doc_type,
            json_transform(doc, '{FAST_STRUCTURE}') AS d
     FROM documents
 ), t2 AS (

@@ -19,6 +19,10 @@ readers could differ occurs:
 * NUL, the delimiter ``\\x01`` or the null string ``\\x02`` anywhere;
 * no document at all (Python rejects the empty file).
 
+The reading query also does stage 1 (:data:`kiana.load.store.STAGE1_SQL`): each line is
+minified as it is read, and its text is kept only for a line that will be rejected, so
+a good document crosses into Arrow once.
+
 Any other file (and every gzip or ``.json`` file) keeps the Python reader.  Line
 numbers come from the order of the rows: the reading cursor preserves insertion order
 (a session setting on the reading connection, so the load's other queries keep running
@@ -123,11 +127,17 @@ def eligible(item: InputFile) -> bool:
 def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReader:
     cursor.execute("SET SESSION preserve_insertion_order = true")
     limit = sources.MAX_DOCUMENT_BYTES + 1024
+    # Stage 1 (kiana.load.store.STAGE1_SQL) happens here, as the lines are read: each line
+    # minified (``doc``), its text kept only for a reject (no JSON, or an empty array).
     query = f"""
-        SELECT text FROM read_csv($path, columns = {{'text': 'VARCHAR'}}, header = false,
-            auto_detect = false, delim = '{_DELIMITER}', quote = '', escape = '',
-            nullstr = '{_NULL}', new_line = '\\n', strict_mode = false,
-            max_line_size = {limit}, buffer_size = {2 * limit})
+        SELECT CASE WHEN doc IS NULL OR doc = '[]' THEN text END AS text, doc
+        FROM (
+            SELECT text, try(json(text)) AS doc
+            FROM read_csv($path, columns = {{'text': 'VARCHAR'}}, header = false,
+                auto_detect = false, delim = '{_DELIMITER}', quote = '', escape = '',
+                nullstr = '{_NULL}', new_line = '\\n', strict_mode = false,
+                max_line_size = {limit}, buffer_size = {2 * limit})
+        )
     """
     reader: pa.RecordBatchReader = cursor.sql(query, params={"path": path}).to_arrow_reader(
         _CHUNK_ROWS
@@ -145,6 +155,7 @@ def _batch(source: str, pending: list[pa.Table]) -> Batch:
                 "line": table.column("line"),
                 "text": table.column("text"),
                 "problem": pa.nulls(count, pa.string()),
+                "doc": table.column("doc"),
             }
         )
     )
@@ -159,19 +170,22 @@ def file_batches(reader: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator
     rows = nbytes = 0
     for chunk in _reader(reader, source):
         count = chunk.num_rows
-        text = chunk.column(0)
+        text, doc = chunk.column(0), chunk.column(1)
         numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())
         line += count
-        part = pa.table({"line": numbers, "text": text})
-        keep = pc.not_equal(pc.utf8_trim(text, " \t\x0b\x0c"), "")
-        if not pc.all(keep).as_py():  # a line of blanks: skipped, as Python skips it
-            part = part.filter(keep)
+        part = pa.table({"line": numbers, "text": text, "doc": doc})
+        if text.null_count < count:  # a line for a reject: maybe blanks only
+            blank = pc.equal(pc.utf8_trim(text, " \t\x0b\x0c"), "")
+            keep = pc.invert(pc.fill_null(blank, False))
+            if not pc.all(keep).as_py():  # a line of blanks: skipped, as Python skips it
+                part = part.filter(keep)
         while part.num_rows:
             piece = part.slice(0, sources.BATCH_RECORDS - rows)
             part = part.slice(piece.num_rows)
             pending.append(piece)
             rows += piece.num_rows
-            nbytes += int(pc.sum(pc.binary_length(piece.column("text"))).as_py() or 0)
+            for column in ("doc", "text"):  # the text only of lines that are no JSON
+                nbytes += int(pc.sum(pc.binary_length(piece.column(column))).as_py() or 0)
             if rows >= sources.BATCH_RECORDS or nbytes >= sources.BATCH_BYTES:
                 yield _batch(source, pending)
                 pending, rows, nbytes = [], 0, 0

@@ -1,16 +1,19 @@
 """Writing one batch of checked documents into the tables, without duplicates.
 
-Called inside the load's single transaction (see :mod:`kiana.load`).  Per batch:
-check every document (the fast path of :mod:`kiana.load.fast`, then the full check
-for the few it does not pass as clean), reject what failed a check or a
-digest-consistency check, drop what is already stored (``run_id`` is the sha256 of the
-document's minified JSON, so the same document under any file name or layout is stored
-once), insert the rest.
+A batch goes through two steps, which may run on two threads (see :mod:`kiana.load`):
 
-Each stage's result is an Arrow table.  A query reads one such table, as a DuckDB
-relation under the name the query uses (:func:`_select`, :func:`_write`: nothing enters
-the catalog, whose every version the load's transaction would keep until the commit);
-rows of two tables are matched in Arrow by their ``(rec, item)`` key (:func:`_keys`).
+* :func:`check_batch` (reads no table, so it runs on a cursor of its own): stage 1
+  (each record minified, ``run_id`` is the sha256 of that text, so the same document
+  under any file name or layout is stored once), then the checks (the fast path of
+  :mod:`kiana.load.fast`, then the full check for the few it does not pass as clean);
+* :func:`store_batch` (inside the load's single transaction): reject what failed a
+  check or the digest consistency, drop what is already stored, insert the rest.
+
+Each stage's result is an Arrow table.  A query reads one such table (or a relation
+over it), as a DuckDB relation under the name the query uses (:func:`_select`,
+:func:`_write`: nothing enters the catalog, whose every version the load's transaction
+would keep until the commit); rows of two tables are matched in Arrow by their
+``(rec, item)`` key (:func:`_keys`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import duckdb
 import pyarrow as pa
@@ -32,7 +35,15 @@ from kiana.load.hashing import sha256_hex
 from kiana.load.sources import Batch
 from kiana.vocabulary import GPU_LABEL_SQL, partition_id_sql
 
-__all__ = ["STAGE_SECONDS", "BatchCounts", "laps", "write_batch"]
+__all__ = [
+    "STAGE_SECONDS",
+    "BatchCounts",
+    "Checked",
+    "check_batch",
+    "laps",
+    "store_batch",
+    "write_batch",
+]
 
 #: Seconds per stage of a load, summed over its batches, while a caller has set this to
 #: a dict (``bench/load_stages.py`` does, to profile the loader); ``None`` (the
@@ -114,7 +125,7 @@ SELECT *, NULL::VARCHAR AS reject_path, NULL::VARCHAR AS reject_reason FROM ({FA
 #: one digest would have to collide as well to slip through.
 _CONFLICTS_SQL = f"""
 WITH v AS (
-    SELECT rec, item, protocol_digest AS pd, protocol_hash AS ph,
+    SELECT rec, item, key, protocol_digest AS pd, protocol_hash AS ph,
            environment_digest AS ed, environment_hash AS eh
     FROM flat WHERE reject_reason IS NULL
 ), firstp AS (
@@ -126,7 +137,7 @@ WITH v AS (
 ), e AS (
     SELECT digest, {CONTENT_HASH.format("content")} AS h, first_source FROM environments
 ), c AS (
-    SELECT v.rec, v.item,
+    SELECT v.rec, v.item, v.key,
         CASE WHEN p.digest IS NOT NULL AND p.h <> v.ph THEN '$.run.spec.protocolDigest'
              WHEN p.digest IS NULL AND fp.ph <> v.ph THEN '$.run.spec.protocolDigest'
              WHEN e.digest IS NOT NULL AND e.h <> v.eh THEN '$.run.spec.environmentDigest'
@@ -148,20 +159,13 @@ WITH v AS (
 SELECT * FROM c WHERE path IS NOT NULL
 """
 
-#: The rows to insert (``flat``: the checked rows with ``run_id`` and ``conflicting``):
-#: the first document of each run not stored yet, deduplicated on the narrow columns.
-_GOOD_SQL = f"""
-WITH fresh AS (
-    SELECT * FROM (
-        SELECT run_id, arg_min(rec, (rec, item)) AS rec, arg_min(item, (rec, item)) AS item
-        FROM flat WHERE reject_reason IS NULL AND NOT conflicting
-        GROUP BY run_id
-    ) ANTI JOIN runs USING (run_id)
-)
-SELECT f.* EXCLUDE (reject_path, reject_reason, conflicting),
-    {GPU_LABEL_SQL} AS gpu,
-    {partition_id_sql()} AS partition_id
-FROM flat f SEMI JOIN fresh USING (rec, item)
+#: The first document of each run not stored yet (``flat``: the checked rows with
+#: ``run_id``, ``key`` and ``conflicting``), by its key: the rows to insert.
+_FRESH_SQL = """
+SELECT key FROM (
+    SELECT run_id, min(key) AS key FROM flat
+    WHERE reject_reason IS NULL AND NOT conflicting GROUP BY run_id
+) ANTI JOIN runs USING (run_id)
 """
 
 #: The rejected documents (``rejected``: source, path, reason, doc) -> ``rejects``.
@@ -169,19 +173,24 @@ _INSERT_REJECTS_SQL = """
 INSERT INTO rejects SELECT {load_id}, source, path, reason, (doc::VARCHAR)[:200] FROM rejected
 """
 
-#: The new runs (``good``) -> ``runs``.
-_INSERT_RUNS_SQL = """
+#: The new runs (``good``) -> ``runs``; the partition id is hashed once per partition.
+_INSERT_RUNS_SQL = f"""
 INSERT INTO runs BY NAME
-SELECT run_id, partition_id, family, kernel, "pass", provider, workload, gpu, vendor, product, form_factor,
-    architecture, liger_version, observed_at, status, metric, unit,
+WITH g AS (SELECT *, {GPU_LABEL_SQL} AS gpu FROM good),
+p AS (
+    SELECT *, {partition_id_sql()} AS partition_id
+    FROM (SELECT DISTINCT family, kernel, "pass", workload, gpu FROM g)
+)
+SELECT run_id, partition_id, family, kernel, "pass", provider, workload, gpu, vendor, product,
+    form_factor, architecture, liger_version, observed_at, status, metric, unit,
     median_val AS median, p20, p80,
     CASE WHEN metric = 'latency' THEN median_val::BIGINT END AS median_ns,
     CASE WHEN metric = 'latency' THEN round(p20)::BIGINT END AS p20_ns,
     CASE WHEN metric = 'latency' THEN round(p80)::BIGINT END AS p80_ns,
     protocol_digest, workload_digest, environment_digest, implementation_digest,
     benchmark, external_id, name, title,
-    source, {load_id} AS load_id
-FROM good
+    source, {{load_id}} AS load_id
+FROM g JOIN p USING (family, kernel, "pass", workload, gpu)
 """
 
 #: The details of the new runs (``good``) -> ``run_details``, one row per run; the
@@ -211,13 +220,14 @@ FROM (SELECT digest, src, json_transform(doc, '{"protocol": "JSON"}').protocol A
 """
 
 #: The first document of each environment digest not stored yet (``good``).
-_NEW_ENVIRONMENTS_SQL = """
+_NEW_ENVIRONMENTS_SQL = f"""
 SELECT * FROM (
     SELECT environment_digest AS digest, arg_min(rec, (rec, item)) AS rec,
            arg_min(item, (rec, item)) AS item, arg_min(source, (rec, item)) AS src,
            arg_min(vendor, (rec, item)) AS vendor, arg_min(product, (rec, item)) AS product,
            arg_min(form_factor, (rec, item)) AS form_factor,
-           arg_min(architecture, (rec, item)) AS architecture, arg_min(gpu, (rec, item)) AS gpu
+           arg_min(architecture, (rec, item)) AS architecture,
+           arg_min({GPU_LABEL_SQL}, (rec, item)) AS gpu
     FROM good GROUP BY ALL
 ) ANTI JOIN environments USING (digest)
 """
@@ -260,17 +270,25 @@ RETURNING run_id
 # --------------------------------------------------------------------------- the stages
 
 
-def _select(con: duckdb.DuckDBPyConnection, sql: str, name: str, table: pa.Table) -> pa.Table:
-    """The rows of the query ``sql``, which reads ``table`` as ``name``."""
-    relation = con.from_arrow(table).query(name, sql)
+#: What a query reads: an Arrow table, or a relation over one (``_good``).
+Rows: TypeAlias = "pa.Table | duckdb.DuckDBPyRelation"
+
+
+def _relation(con: duckdb.DuckDBPyConnection, rows: Rows) -> duckdb.DuckDBPyRelation:
+    return con.from_arrow(rows) if isinstance(rows, pa.Table) else rows
+
+
+def _select(con: duckdb.DuckDBPyConnection, sql: str, name: str, rows: Rows) -> pa.Table:
+    """The rows of the query ``sql``, which reads ``rows`` as ``name``."""
+    relation = _relation(con, rows).query(name, sql)
     if relation is None:  # pragma: no cover - the queries passed here are SELECTs
         raise ValueError("not a query")
     return relation.to_arrow_table()
 
 
-def _write(con: duckdb.DuckDBPyConnection, sql: str, name: str, table: pa.Table) -> list[Any]:
-    """Run the statement ``sql``, which reads ``table`` as ``name``; the rows it returned."""
-    relation = con.from_arrow(table).query(name, sql)
+def _write(con: duckdb.DuckDBPyConnection, sql: str, name: str, rows: Rows) -> list[Any]:
+    """Run the statement ``sql``, which reads ``rows`` as ``name``; the rows it returned."""
+    relation = _relation(con, rows).query(name, sql)
     return relation.fetchall() if relation is not None else []
 
 
@@ -299,6 +317,33 @@ def _check(con: duckdb.DuckDBPyConnection, items: pa.Table) -> pa.Table:
     slow = _select(con, FLAT_SQL, "documents", pending)
     passed = fast.filter(clean).select(slow.column_names)
     return con.from_arrow(passed).union(con.from_arrow(slow)).to_arrow_table()
+
+
+def _stage1_done(records: pa.Table) -> pa.Table:
+    """:data:`STAGE1_SQL`'s rows for records that come minified (``doc``, NULL where the
+    text is no JSON, the text kept only there), computed in Arrow: the documents are
+    not copied again."""
+    doc, text = records.column("doc"), records.column("text")
+    count = records.num_rows
+    invalid = pc.is_null(doc)
+    none = pa.scalar(None, pa.string())
+    problem = pc.if_else(
+        invalid,
+        "invalid JSON",
+        pc.if_else(pc.equal(doc, "[]"), "empty array: no document in it", none),
+    )
+    return pa.table(
+        {
+            "rec": records.column("rec"),
+            "item": pa.repeat(pa.scalar(0, pa.int64()), count),
+            "source": records.column("source"),
+            "line": records.column("line"),
+            "item_index": pa.nulls(count, pa.int64()),
+            "doc": doc,
+            "problem": pc.coalesce(records.column("problem"), problem),
+            "excerpt": pc.if_else(invalid, pc.utf8_slice_codeunits(text, 0, 200), none),
+        }
+    )
 
 
 def _expanded(con: duckdb.DuckDBPyConnection, items: pa.Table) -> pa.Table:
@@ -348,36 +393,97 @@ def _insert_rejects(
     _write(con, _INSERT_REJECTS_SQL.format(load_id=load_id), "rejected", rejected)
 
 
-def _insert_details(con: duckdb.DuckDBPyConnection, items: pa.Table, good: pa.Table) -> None:
-    """The details of the new runs, and the protocols and environments
-    whose digests are new (their content from their first document)."""
+#: The two digests whose content is kept once: (column, its content hash, table).
+_CONTENTS = (
+    ("protocol_digest", "protocol_hash", "protocols"),
+    ("environment_digest", "environment_hash", "environments"),
+)
+
+
+def _stored(con: duckdb.DuckDBPyConnection, table: str, digests: list[str]) -> dict[str, int]:
+    """The content hash of each of ``digests`` already in ``table``."""
+    rows = con.execute(
+        f"SELECT digest, {CONTENT_HASH.format('content')} FROM {table} "
+        "WHERE list_contains(?, digest)",
+        [digests],
+    ).fetchall()
+    return {str(digest): int(h) for digest, h in rows}
+
+
+def _consistent(con: duckdb.DuckDBPyConnection, flat: pa.Table) -> bool:
+    """Whether every digest of the batch's checked documents names one content, and the
+    stored one where it is stored: then no document conflicts and the full check
+    (:data:`_CONFLICTS_SQL`) need not run.  A few digests per batch: cheap in Arrow."""
+    valid = pc.is_null(flat.column("reject_reason"))
+    for column, content, table in _CONTENTS:
+        pairs = (
+            pa.table(
+                {
+                    "d": pc.filter(flat.column(column), valid),
+                    "h": pc.filter(flat.column(content), valid),
+                }
+            )
+            .group_by("d")
+            .aggregate([("h", "min"), ("h", "max")])
+        )
+        if not pc.all(pc.equal(pairs.column("h_min"), pairs.column("h_max"))).as_py():
+            return False
+        first = dict(
+            zip(pairs.column("d").to_pylist(), pairs.column("h_min").to_pylist(), strict=True)
+        )
+        stored = _stored(con, table, list(first))
+        if any(first[digest] != h for digest, h in stored.items()):
+            return False
+    return True
+
+
+def _insert_details(
+    con: duckdb.DuckDBPyConnection, items: pa.Table, flat: pa.Table, good: Rows
+) -> None:
+    """The details of the new runs (``good``, the ``fresh`` rows of ``flat``), and the
+    protocols and environments whose digests are new (their content from their first
+    document)."""
     _write(con, _INSERT_DETAILS_SQL, "good", good)
-    for column, table, new_sql, insert_sql in (
-        ("protocol_digest", "protocols", _NEW_PROTOCOLS_SQL, _INSERT_PROTOCOLS_SQL),
-        ("environment_digest", "environments", _NEW_ENVIRONMENTS_SQL, _INSERT_ENVIRONMENTS_SQL),
+    fresh = flat.column("fresh")
+    for (column, _, table), new_sql, insert_sql in zip(
+        _CONTENTS,
+        (_NEW_PROTOCOLS_SQL, _NEW_ENVIRONMENTS_SQL),
+        (_INSERT_PROTOCOLS_SQL, _INSERT_ENVIRONMENTS_SQL),
+        strict=True,
     ):
-        digests = pc.unique(good.column(column)).to_pylist()
-        (stored,) = con.execute(
-            f"SELECT count(*) FROM {table} WHERE list_contains(?, digest)", [digests]
-        ).fetchall()[0]
-        if stored < len(digests):
+        digests = pc.unique(pc.filter(flat.column(column), fresh)).to_pylist()
+        if len(_stored(con, table, digests)) < len(digests):
             new = _select(con, new_sql, "good", good)
             new = new.append_column("doc", _matching(items, "doc", new))
             _write(con, insert_sql, "new", new)
 
 
-def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> BatchCounts:
-    """Check, dedupe and insert one batch; returns its counts."""
+@dataclass(frozen=True)
+class Checked:
+    """One batch after the checks (:func:`check_batch`), ready for :func:`store_batch`."""
+
+    batch: Batch
+    items: pa.Table  # stage 1's rows (arrays expanded), with run_id
+    flat: pa.Table  # the checked rows, with run_id and key (see _keys)
+    unreadable: list[tuple[str, str, str | None]]  # where, why, excerpt
+
+
+def check_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> Checked:
+    """Stage 1 and the checks of one batch: reads no table, so it may run on its own
+    cursor while another batch is stored (:func:`kiana.load._load_batches`)."""
     lap = laps()
-    load_id = int(load_id)
-    items = _expanded(con, _select(con, STAGE1_SQL, "records", batch.table()))
+    records = batch.table()
+    if "doc" in records.column_names:  # DuckDB's reader did stage 1 (kiana.load.native)
+        items = _expanded(con, _stage1_done(records))
+    else:
+        items = _expanded(con, _select(con, STAGE1_SQL, "records", records))
     lap("stage 1: parse + minify, arrays expanded")
-    rows = []
+    unreadable = []
     for rec, source, problem in _unreadable(items):
         text = batch.text_at(rec)
         if problem == "invalid JSON" and text is not None:
             problem = _json_error(text)
-        rows.append((load_id, source, None, problem, text[:200] if text else None))
+        unreadable.append((source, problem, text[:200] if text else None))
     # run_id (hashlib, which lets go of the GIL) on a second thread while DuckDB checks
     # the same documents: the hashing hides behind the check.
     with ThreadPoolExecutor(1) as pool:
@@ -385,12 +491,43 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
         flat = _check(con, items)
         items = items.append_column("run_id", run_ids.result())
     flat = flat.append_column("run_id", _matching(items, "run_id", flat))
+    flat = flat.append_column("key", _keys(flat))
     lap("checks (+ run_id sha256 beside them)")
-    conflicts = _select(con, _CONFLICTS_SQL, "flat", flat)
-    flat = flat.append_column("conflicting", pc.is_in(_keys(flat), value_set=_keys(conflicts)))
+    return Checked(batch, items, flat, unreadable)
+
+
+#: The rows of :data:`_CONFLICTS_SQL` when there are none.
+_NO_CONFLICTS = pa.schema(
+    [
+        ("rec", pa.int64()),
+        ("item", pa.int64()),
+        ("key", pa.int64()),
+        ("path", pa.string()),
+        ("reason", pa.string()),
+    ]
+).empty_table()
+
+
+def store_batch(con: duckdb.DuckDBPyConnection, checked: Checked, load_id: int) -> BatchCounts:
+    """Reject, dedupe and insert one checked batch (in the load's transaction, on its
+    connection); returns its counts."""
+    lap = laps()
+    load_id = int(load_id)
+    items, flat = checked.items, checked.flat
+    if _consistent(con, flat):
+        conflicts = _NO_CONFLICTS
+        flat = flat.append_column("conflicting", pa.repeat(False, flat.num_rows))
+    else:
+        conflicts = _select(con, _CONFLICTS_SQL, "flat", flat)
+        flat = flat.append_column(
+            "conflicting", pc.is_in(flat.column("key"), conflicts.column("key"))
+        )
     lap("digest consistency")
-    good = _select(con, _GOOD_SQL, "flat", flat)
+    fresh = _select(con, _FRESH_SQL, "flat", flat).column("key")
+    flat = flat.append_column("fresh", pc.is_in(flat.column("key"), fresh))
+    good = con.from_arrow(flat).filter("fresh")  # read by each insert: nothing is copied
     lap("dedupe")
+    rows = [(load_id, where, None, why, excerpt) for where, why, excerpt in checked.unreadable]
     if rows:
         con.executemany("INSERT INTO rejects VALUES (?, ?, ?, ?, ?)", rows)
     failed = flat.filter(pc.is_valid(flat.column("reject_reason")))
@@ -399,11 +536,16 @@ def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> B
     lap("rejects")
     _write(con, _INSERT_RUNS_SQL.format(load_id=load_id), "good", good)
     lap("insert runs")
-    _insert_details(con, items, good)
+    _insert_details(con, items, flat, good)
     lap("insert measurements, labels, protocols, environments")
     noted = _write(con, _WARNINGS_SQL.format(load_id=load_id), "good", good)
     lap("warnings")
-    counts = BatchCounts(read=items.num_rows, loaded=good.num_rows, warned=len(set(noted)))
+    counts = BatchCounts(read=items.num_rows, loaded=len(fresh), warned=len(set(noted)))
     counts.rejected = len(rows) + failed.num_rows + conflicts.num_rows
     counts.already_present = counts.read - counts.loaded - counts.rejected
     return counts
+
+
+def write_batch(con: duckdb.DuckDBPyConnection, batch: Batch, load_id: int) -> BatchCounts:
+    """Check, dedupe and insert one batch on one connection; returns its counts."""
+    return store_batch(con, check_batch(con, batch), load_id)

@@ -87,9 +87,9 @@ def _string(expr: str, path: str, *, optional: bool = False) -> Check:
     missing = f"({expr} IS NULL OR {expr} = 'null')"
     wrong = f"'{path} must be a string (got ' || {expr}[:40] || ')'"
     if optional:
-        return (f"NOT {missing} AND left({expr}, 1) <> '\"'", f"'{path}'", wrong)
+        return (f"NOT {missing} AND NOT starts_with({expr}, '\"')", f"'{path}'", wrong)
     return (
-        f"{missing} OR left({expr}, 1) <> '\"'",
+        f"{missing} OR NOT starts_with({expr}, '\"')",
         f"'{path}'",
         f"CASE WHEN {missing} THEN '{path} is missing' ELSE {wrong} END",
     )
@@ -115,7 +115,14 @@ def _digest(name: str) -> Check:
 
 
 #: The first characters of a raw JSON leaf that is not a number.
-NOT_NUMBER_START = "('\"', '{', '[', 't', 'f', 'n')"
+NOT_NUMBER_START = ('"', "{", "[", "t", "f", "n")
+
+
+def numeric(expr: str) -> str:
+    """Whether the raw JSON leaf ``expr`` starts like a number (NULL stays NULL): byte
+    tests, not a character slice nor an ``IN`` list (which DuckDB plans as a join)."""
+    return "NOT (" + " OR ".join(f"starts_with({expr}, '{c}')" for c in NOT_NUMBER_START) + ")"
+
 
 #: (wrong-when, JSON path, reason) as SQL expressions, checked in this order.
 CHECKS: tuple[Check, ...] = (
