@@ -294,9 +294,10 @@ def _checked_rows(
     ``cursor.sql``); one statement, 24 ms, the rows copied once more (~10 ms)."""
     cursor.register(name, table)
     try:
-        return cursor.execute(sql).to_arrow_reader(1 << 20).read_all()
+        rows: pa.Table = cursor.execute(sql).to_arrow_table(1 << 20)
     finally:
         cursor.unregister(name)
+    return rows
 
 
 def _select(con: duckdb.DuckDBPyConnection, sql: str, name: str, rows: Rows) -> pa.Table:
