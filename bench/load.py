@@ -184,24 +184,34 @@ def run_one(contender: str, path: Path, work: Path) -> None:
 # --- the driver -----------------------------------------------------------------------
 
 
+def _once(contender: str, path: Path, prepare: Path | None) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="kiana-bench-", dir=OUT))
+    try:
+        if prepare is not None:
+            shutil.copy(prepare, work / "kiana.duckdb")
+        return child([__file__, "--one", contender, str(path), str(work)])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def measure(
-    contender: str, path: Path, repeats: int, prepare: Path | None = None
-) -> dict[str, Any]:
-    seconds: list[float] = []
-    peaks: list[float] = []
-    documents = 0
+    contenders: list[str], path: Path, repeats: int, prepare: Path | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each contender ``repeats`` times, taking turns (kiana, then the next, ... then
+    kiana again), so that a shared machine's changing load falls on all of them alike:
+    the median seconds, the largest peak and the documents of each."""
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in contenders}
     for _ in range(repeats):
-        work = Path(tempfile.mkdtemp(prefix="kiana-bench-", dir=OUT))
-        try:
-            if prepare is not None:
-                shutil.copy(prepare, work / "kiana.duckdb")
-            result = child([__file__, "--one", contender, str(path), str(work)])
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        seconds.append(result["seconds"])
-        peaks.append(result["peak_mib"])
-        documents = result["documents"]
-    return {"seconds": median(seconds), "peak_mib": max(peaks), "documents": documents}
+        for contender in contenders:
+            runs[contender].append(_once(contender, path, prepare))
+    return {
+        c: {
+            "seconds": median([r["seconds"] for r in got]),
+            "peak_mib": max(r["peak_mib"] for r in got),
+            "documents": got[-1]["documents"],
+        }
+        for c, got in runs.items()
+    }
 
 
 def incremental(repeats: int) -> str:
@@ -223,7 +233,7 @@ def incremental(repeats: int) -> str:
     if not new.exists():
         config = CorpusConfig.sized(1000, seed=99)
         write_corpus(generate(config), new.parent, "jsonl", truth=False)
-    got = measure("incremental", new, repeats, prepare=base)
+    got = measure(["incremental"], new, repeats, prepare=base)["incremental"]
     line = (
         f"incremental: {got['documents']:,} new documents into a 1M-run database: "
         f"{got['seconds']:.2f} s (median of {repeats}), peak {got['peak_mib']:.0f} MiB "
@@ -272,7 +282,7 @@ def main() -> int:
             ]
             if len(contenders) < len(args.contenders or CONTENDERS):
                 print(f"{size} {layout}: duckdb read_json left out (name it to run it)")
-            results = {c: measure(c, path, args.repeats) for c in contenders}
+            results = measure(contenders, path, args.repeats)
             base = results.get("kiana")
             for name, got in results.items():
                 ratio = f"{got['seconds'] / base['seconds']:.2f}x" if base else "-"
