@@ -27,7 +27,8 @@ import polars as pl
 from kiana._version import __version__
 from kiana.errors import DatabaseError, UsageError
 from kiana.load import native, sources
-from kiana.load.schema import RUN_COLUMNS, check_schema, ensure_schema
+from kiana.load.database import connect
+from kiana.load.schema import RUN_COLUMNS
 from kiana.load.sources import Batch, InputFile, expand
 from kiana.load.store import BatchCounts, Checked, check_batch, laps, store_batch
 
@@ -50,41 +51,6 @@ class LoadSummary:
     files: int
     seconds: float
     first_rejects: tuple[tuple[str, str | None, str], ...] = field(default=())
-
-
-def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (or create) a kiana database; ``None`` is a new in-memory database (never
-    read-only).  A database opened ``read_only`` must be one kiana wrote."""
-    target = ":memory:" if db is None else os.fspath(db)
-    read_only = read_only and db is not None
-    try:
-        con = duckdb.connect(target, read_only=read_only)
-    except duckdb.IOException as exc:
-        text = str(exc)
-        if "lock" in text.lower():
-            raise DatabaseError(
-                f"{target}: the database is in use by another process",
-                hint="wait for the other kiana command to finish, or use another --db file",
-            ) from exc
-        raise DatabaseError(
-            f"{target}: cannot open the database ({text})",
-            hint="check the path, its permissions and the free disk space",
-        ) from exc
-    except duckdb.Error as exc:
-        raise DatabaseError(
-            f"{target}: not a usable DuckDB database ({exc})", hint="give a new --db file name"
-        ) from exc
-    con.execute("SET preserve_insertion_order = false")
-    # A load appends in one transaction: DuckDB writes every full row group (122,880 rows)
-    # to the file at once instead of buffering five first (1M JSONL: 1,744 -> 1,284 MiB
-    # peak, 21.8 -> 19.0 s; bench/README.md).
-    con.execute("SET write_buffer_row_group_count = 1")
-    try:
-        (check_schema if read_only else ensure_schema)(con)
-    except BaseException:
-        con.close()
-        raise
-    return con
 
 
 #: Called after each batch with the files done, the files in all and the documents
