@@ -9,8 +9,9 @@ the COMMIT after the last batch has little left to compress and write (100k JSON
 DuckDB lets one process attach a file once.  Every connection :func:`connect` hands out
 for a file therefore shares one DuckDB instance, as ``duckdb.connect(path)`` would: a
 second :func:`connect` of an open file is a new cursor of the first (see
-:func:`_shared`); a file that other code of the process opened with ``duckdb.connect``
-is opened the same way, with DuckDB's row groups.
+:func:`_shared`), and, as with DuckDB's ``con.cursor()``, closing the first closes it
+too.  A file that other code of the process opened with ``duckdb.connect`` is opened
+the same way, with DuckDB's row groups.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ _OPEN_LOCK = threading.Lock()
 
 def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (or create) a kiana database; ``None`` is a new in-memory database (never
-    read-only).  A database opened ``read_only`` must be one kiana wrote."""
+    read-only).  A database opened ``read_only`` must be one kiana wrote.  A file that
+    is open in this process already gives a cursor of its first connection (closed
+    with it)."""
     target = ":memory:" if db is None else os.fspath(db)
     read_only = read_only and db is not None
     try:
