@@ -30,7 +30,7 @@ from kiana.load import native, sources
 from kiana.load.database import connect
 from kiana.load.schema import RUN_COLUMNS
 from kiana.load.sources import Batch, InputFile, expand
-from kiana.load.store import BatchCounts, Checked, check_batch, laps, store_batch
+from kiana.load.store import BatchCounts, Checked, check_batch, laps, stage1, store_batch
 
 __all__ = ["RUNS_COLUMNS", "LoadSummary", "Progress", "connect", "load", "load_documents", "runs"]
 
@@ -86,15 +86,16 @@ def load(
 def _read(
     reader: duckdb.DuckDBPyConnection, files: Iterable[InputFile]
 ) -> Generator[Batch, None, None]:
-    """Every record of every file, in bounded batches: DuckDB reads (on ``reader``) the
-    plain JSONL files that :func:`kiana.load.native.eligible` passes, Python every
-    other file, one batch ahead on a second thread (:func:`_ahead`)."""
+    """Every record of every file, in bounded batches after stage 1 (each record
+    minified): DuckDB reads (on ``reader``) the plain JSONL files that
+    :func:`kiana.load.native.eligible` passes, Python every other file, one batch ahead
+    on a second thread (:func:`_ahead`), which also minifies them on ``reader``."""
     for direct, group in itertools.groupby(files, native.eligible):
         if direct:
             for item in group:
                 yield from native.file_batches(reader, item)
         else:
-            yield from _ahead(sources.batches(group))
+            yield from _ahead(stage1(reader, batch) for batch in sources.batches(group))
 
 
 def _ahead(stream: Iterable[T]) -> Generator[T, None, None]:

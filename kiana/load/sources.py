@@ -93,7 +93,8 @@ class Batch:
                 "rec": pa.array(range(len(self)), pa.int64()),
                 "source": pa.array(self.source, pa.string()),
                 "line": pa.array(self.line, pa.int64()),
-                "text": pa.array(self.text, pa.string()),
+                # as bytes, then checked as UTF-8 at once: 15x quicker than str from a list
+                "text": pa.array(self.text, pa.binary()).cast(pa.string()),
                 "problem": pa.array(self.problem, pa.string()),
             }
         )
@@ -230,27 +231,43 @@ def _decode(data: bytes) -> tuple[str | None, str | None]:
     return text, None
 
 
-def _json_records(item: InputFile, source: str) -> Iterator[Record]:
-    with _open(item) as handle:
-        size = 0 if item.gzipped else os.fstat(handle.fileno()).st_size
+def _read_plain(path: str) -> bytes | int:
+    """A plain file's bytes, or its size when that is over the limit for a .json file.
+    ``os.open``/``os.read`` rather than ``open()``: a third less time per small file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
         if size > MAX_JSON_FILE_BYTES:
-            yield (
-                source,
-                None,
-                None,
-                (
-                    f"file is {size >> 20} MiB, over the {MAX_JSON_FILE_BYTES >> 20} MiB limit "
-                    "for a .json file; write large corpora as JSONL"
-                ),
-            )
-            return
-        if item.gzipped:
-            data = handle.read(MAX_JSON_FILE_BYTES + 1)
-        else:
-            # read(n) allocates n bytes first: ask for the file's size, not the limit
-            data = handle.read(size + 1)
-            if len(data) > size:  # the file grew since fstat
-                data += handle.read(MAX_JSON_FILE_BYTES + 1 - len(data))
+            return size
+        # ask for the file's size first (read(n) allocates n bytes), then in blocks up to
+        # the limit while there is more (a file that grew since fstat)
+        parts = [os.read(fd, size + 1)]
+        got = len(parts[0])
+        while size < got <= MAX_JSON_FILE_BYTES and parts[-1]:
+            parts.append(os.read(fd, min(BLOCK_BYTES, MAX_JSON_FILE_BYTES + 1 - got)))
+            got += len(parts[-1])
+    finally:
+        os.close(fd)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _json_records(item: InputFile, source: str) -> Iterator[Record]:
+    if item.gzipped:
+        with _open(item) as handle:
+            data: bytes | int = handle.read(MAX_JSON_FILE_BYTES + 1)
+    else:
+        data = _read_plain(item.path)
+    if isinstance(data, int):
+        yield (
+            source,
+            None,
+            None,
+            (
+                f"file is {data >> 20} MiB, over the {MAX_JSON_FILE_BYTES >> 20} MiB limit "
+                "for a .json file; write large corpora as JSONL"
+            ),
+        )
+        return
     if len(data) > MAX_JSON_FILE_BYTES:
         yield (
             source,
@@ -262,7 +279,7 @@ def _json_records(item: InputFile, source: str) -> Iterator[Record]:
             ),
         )
         return
-    if not data.strip():
+    if not data or data.isspace():
         yield source, None, None, "empty file: no document in it"
         return
     body = data[3:] if data.startswith(codecs.BOM_UTF8) else data

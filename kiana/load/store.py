@@ -89,16 +89,14 @@ def _json_error(text: str) -> str:
 # Each reads the relations named in its docstring-comment; table names (runs,
 # protocols, ...) are the database's own.
 
-#: Stage 1 (``records``: rec, source, line, text, problem -> one row per record):
-#: each record parsed once, ``try(json(text))``: the minified document (``run_id`` is
-#: its sha256), or NULL when the text is not JSON.
+#: Stage 1 (``records``: source, line, text, problem -> the same with ``doc``): each
+#: record parsed once, ``try(json(text))``: the minified document (``run_id`` is its
+#: sha256), or NULL when the text is not JSON; the text is kept only for a record that
+#: will be rejected.  DuckDB's JSONL reader does the same as it reads
+#: (:mod:`kiana.load.native`); :func:`stage1` does it for the records Python read.
 STAGE1_SQL = """
-SELECT rec, 0::BIGINT AS item, source, line, NULL::BIGINT AS item_index, j AS doc,
-       CASE WHEN problem IS NOT NULL THEN problem
-            WHEN j IS NULL THEN 'invalid JSON'
-            WHEN j = '[]' THEN 'empty array: no document in it' END AS problem,
-       CASE WHEN problem IS NULL AND j IS NULL THEN text[:200] END AS excerpt
-FROM (SELECT *, CASE WHEN problem IS NULL THEN try(json(text)) END AS j FROM records)
+SELECT source, line, CASE WHEN doc IS NULL OR doc = '[]' THEN text END AS text, problem, doc
+FROM (SELECT *, CASE WHEN problem IS NULL THEN try(json(text)) END AS doc FROM records)
 """
 
 #: The documents of the arrays among stage 1's rows (``arrays``: rows whose minified
@@ -341,10 +339,20 @@ def _check(con: duckdb.DuckDBPyConnection, items: pa.Table) -> pa.Table:
     return con.from_arrow(passed).union(con.from_arrow(slow)).to_arrow_table()
 
 
-def _stage1_done(records: pa.Table) -> pa.Table:
-    """:data:`STAGE1_SQL`'s rows for records that come minified (``doc``, NULL where the
-    text is no JSON, the text kept only there), computed in Arrow: the documents are
-    not copied again."""
+def stage1(cursor: duckdb.DuckDBPyConnection, batch: Batch) -> Batch:
+    """Stage 1 (:data:`STAGE1_SQL`) of a batch Python read, on ``cursor``, a cursor of
+    its own outside the load's transaction (the reading thread's, so that the parsing
+    overlaps the checks of the batch before)."""
+    if batch.arrow is not None and "doc" in batch.arrow.column_names:
+        return batch
+    table = batch.table().drop_columns(["rec"])
+    return Batch.from_arrow(_checked_rows(cursor, STAGE1_SQL, "records", table))
+
+
+def _items(records: pa.Table) -> pa.Table:
+    """The rows the checks read, one per record after stage 1 (``doc``, NULL where the
+    text is no JSON): the problem of each record that cannot be a document and the start
+    of its text, computed in Arrow (the documents are not copied again)."""
     doc, text = records.column("doc"), records.column("text")
     count = records.num_rows
     invalid = pc.is_null(doc)
@@ -495,11 +503,8 @@ def check_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> Checked:
     the load's transaction (its statements register views, :func:`_checked_rows`).  It
     reads no table, so it runs while another batch is stored (:mod:`kiana.load`)."""
     lap = laps()
-    records = batch.table()
-    if "doc" in records.column_names:  # DuckDB's reader did stage 1 (kiana.load.native)
-        items = _expanded(con, _stage1_done(records))
-    else:
-        items = _expanded(con, _checked_rows(con, STAGE1_SQL, "records", records))
+    batch = stage1(con, batch)  # done already where it was read
+    items = _expanded(con, _items(batch.table()))
     lap("stage 1: parse + minify, arrays expanded")
     unreadable = []
     for rec, source, problem in _unreadable(items):
