@@ -56,6 +56,21 @@ def test_same_document_under_another_name_and_layout_is_stored_once(
     assert _count(con, "measurements") == 6 and _count(con, "labels") == 1
 
 
+def test_a_run_repeated_in_a_later_batch_of_one_load_is_stored_once(
+    tmp_path: Path,
+    con: duckdb.DuckDBPyConnection,
+    seed: Callable[[], Doc],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runs this load stored are not scanned again (kiana.load.store.Seen keeps them)."""
+    docs = _versions(seed, 5)
+    monkeypatch.setattr(kiana.load.sources, "BATCH_RECORDS", 2)
+    write_jsonl(tmp_path / "a.jsonl", [*docs, docs[0], docs[4], docs[2]])
+    summary = kiana.load.load(con, [tmp_path / "a.jsonl"])
+    assert (summary.read, summary.loaded, summary.already_present) == (8, 5, 3)
+    assert con.execute("SELECT count(DISTINCT run_id), count(*) FROM runs").fetchall() == [(5, 5)]
+
+
 def test_reloading_changes_nothing(con: duckdb.DuckDBPyConnection) -> None:
     kiana.load.load(con, [SEEDS])
     before = {

@@ -30,7 +30,7 @@ from kiana.load import native, sources
 from kiana.load.database import connect
 from kiana.load.schema import RUN_COLUMNS
 from kiana.load.sources import Batch, InputFile, expand
-from kiana.load.store import BatchCounts, Checked, check_batch, laps, stage1, store_batch
+from kiana.load.store import BatchCounts, Checked, Seen, check_batch, laps, stage1, store_batch
 
 __all__ = ["RUNS_COLUMNS", "LoadSummary", "Progress", "connect", "load", "load_documents", "runs"]
 
@@ -198,10 +198,11 @@ def _load_batches(
             (load_id,) = con.execute("SELECT nextval('load_ids')").fetchall()[0]
             begun = datetime.now(UTC).replace(tzinfo=None)
             done_files: set[str] = set()
+            seen = Seen()
             lap = laps()
             for checked in _ahead(_checked(checker, stream)):
                 lap("waiting for the checks")
-                counts = store_batch(con, checked, load_id)
+                counts = store_batch(con, checked, load_id, seen)
                 lap(None)  # store_batch timed its own stages
                 batch = checked.batch
                 for name in ("read", "loaded", "already_present", "rejected", "warned"):

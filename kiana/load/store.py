@@ -157,13 +157,15 @@ WITH v AS (
 SELECT * FROM c WHERE path IS NOT NULL
 """
 
-#: The first document of each run not stored yet (``flat``: the checked rows with
-#: ``run_id``, ``key`` and ``conflicting``), by its key: the rows to insert.
+#: The first document of each run not stored before this load (``flat``: the checked
+#: rows with ``run_id``, ``key`` and ``conflicting``), by its key.  The runs this load
+#: stored are not scanned (their row groups are skipped by ``load_id``): the load keeps
+#: their ids itself (:class:`Seen`), which spares a scan growing with every batch.
 _FRESH_SQL = """
-SELECT key FROM (
+SELECT run_id, key FROM (
     SELECT run_id, min(key) AS key FROM flat
     WHERE reject_reason IS NULL AND NOT conflicting GROUP BY run_id
-) ANTI JOIN runs USING (run_id)
+) ANTI JOIN (SELECT run_id FROM runs WHERE load_id <> {load_id}) USING (run_id)
 """
 
 #: The rejected documents (``rejected``: source, path, reason, doc) -> ``rejects``.
@@ -536,7 +538,26 @@ _NO_CONFLICTS = pa.schema(
 ).empty_table()
 
 
-def store_batch(con: duckdb.DuckDBPyConnection, checked: Checked, load_id: int) -> BatchCounts:
+class Seen:
+    """The ``run_id`` of every run a load stored so far."""
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+
+    def new(self, fresh: pa.Table) -> pa.Array:
+        """The keys of the rows of ``fresh`` (``run_id``, ``key``: not stored before the
+        load) whose run this load has not stored yet; those runs count as stored now."""
+        ids = self._ids
+        keep = [run_id not in ids for run_id in fresh.column("run_id").to_pylist()]
+        kept = fresh.filter(pa.array(keep, pa.bool_()))
+        ids.update(kept.column("run_id").to_pylist())
+        keys: pa.Array = kept.column("key").combine_chunks()
+        return keys
+
+
+def store_batch(
+    con: duckdb.DuckDBPyConnection, checked: Checked, load_id: int, seen: Seen
+) -> BatchCounts:
     """Reject, dedupe and insert one checked batch (in the load's transaction, on its
     connection); returns its counts."""
     lap = laps()
@@ -551,7 +572,7 @@ def store_batch(con: duckdb.DuckDBPyConnection, checked: Checked, load_id: int) 
             "conflicting", pc.is_in(flat.column("key"), conflicts.column("key"))
         )
     lap("digest consistency")
-    fresh = _select(con, _FRESH_SQL, "flat", flat).column("key")
+    fresh = seen.new(_select(con, _FRESH_SQL.format(load_id=load_id), "flat", flat))
     flat = flat.append_column("fresh", pc.is_in(flat.column("key"), fresh))
     good = con.from_arrow(flat).filter("fresh")  # read by each insert: nothing is copied
     lap("dedupe")
