@@ -5,6 +5,11 @@ stream through in bounded batches (see :mod:`kiana.load.sources`); each batch is
 checked in SQL (:mod:`kiana.load.validate`) and written without duplicates
 (:mod:`kiana.load.store`).  Bad documents become ``rejects`` rows and never stop
 the load; only unreadable paths (a missing file) raise before anything is written.
+
+Three threads share the work: the reader reads (and minifies) the batch after next
+(Python's reader only), the checker checks the next batch on a cursor of its own
+(:func:`_checked`), and the caller's thread stores the current one in the load's
+transaction.  At most a few batches are held at once, so memory stays bounded.
 """
 
 from __future__ import annotations

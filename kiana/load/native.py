@@ -168,6 +168,7 @@ def file_batches(reader: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator
     line = 0  # lines read so far
     pending: list[pa.Table] = []
     rows = nbytes = 0
+    limit = min(sources.FIRST_BATCH_RECORDS, sources.BATCH_RECORDS)
     for chunk in _reader(reader, source):
         count = chunk.num_rows
         text, doc = chunk.column(0), chunk.column(1)
@@ -180,14 +181,15 @@ def file_batches(reader: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator
             if not pc.all(keep).as_py():  # a line of blanks: skipped, as Python skips it
                 part = part.filter(keep)
         while part.num_rows:
-            piece = part.slice(0, sources.BATCH_RECORDS - rows)
+            piece = part.slice(0, limit - rows)
             part = part.slice(piece.num_rows)
             pending.append(piece)
             rows += piece.num_rows
             for column in ("doc", "text"):  # the text only of lines that are no JSON
                 nbytes += int(pc.sum(pc.binary_length(piece.column(column))).as_py() or 0)
-            if rows >= sources.BATCH_RECORDS or nbytes >= sources.BATCH_BYTES:
+            if rows >= limit or nbytes >= sources.BATCH_BYTES:
                 yield _batch(source, pending)
                 pending, rows, nbytes = [], 0, 0
+                limit = sources.BATCH_RECORDS
     if rows:
         yield _batch(source, pending)

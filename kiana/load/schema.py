@@ -122,9 +122,17 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     creating anything in it)."""
     if _schema_version(con) is not None:
         check_schema(con)
-    con.execute(DDL)
-    if _schema_version(con) is None:
-        con.execute("INSERT INTO kiana_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    con.execute("BEGIN TRANSACTION")  # one commit (one WAL sync) for all the statements
+    try:
+        con.execute(DDL)
+        if _schema_version(con) is None:
+            con.execute(
+                "INSERT INTO kiana_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+            )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
     check_schema(con)
 
 

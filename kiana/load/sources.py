@@ -33,6 +33,7 @@ __all__ = [
     "BATCH_BYTES",
     "BATCH_RECORDS",
     "BLOCK_BYTES",
+    "FIRST_BATCH_RECORDS",
     "MAX_DOCUMENT_BYTES",
     "MAX_JSON_FILE_BYTES",
     "Batch",
@@ -50,6 +51,9 @@ Kind = Literal["json", "jsonl"]
 #: such corpora should be JSONL, which streams.
 MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
 BATCH_RECORDS = 32_000
+#: The first batch (of a load's run of Python-read files, of each file DuckDB reads) is
+#: smaller, so that the checks and the storing start sooner (100k JSONL: ~2%).
+FIRST_BATCH_RECORDS = 4_096
 BATCH_BYTES = 48 * 1024 * 1024
 #: JSONL files are read in blocks of about this size, cut at the last newline.
 BLOCK_BYTES = 4 * 1024 * 1024
@@ -385,11 +389,13 @@ def batches(files: Iterable[InputFile]) -> Iterator[Batch]:
     """Every record of every file, read by Python, in bounded batches (records of
     consecutive files share a batch)."""
     batch = Batch()
+    limit = min(FIRST_BATCH_RECORDS, BATCH_RECORDS)
     for item in files:
         for source, line, text, problem in file_records(item):
             batch.add(source, line, text, problem)
-            if len(batch) >= BATCH_RECORDS or batch.nbytes >= BATCH_BYTES:
+            if len(batch) >= limit or batch.nbytes >= BATCH_BYTES:
                 yield batch
                 batch = Batch()
+                limit = BATCH_RECORDS
     if len(batch):
         yield batch
