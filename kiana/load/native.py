@@ -77,16 +77,21 @@ def eligible(item: InputFile) -> bool:
     tail = b"\n"  # the last bytes read, as if the file followed a newline
     carry = b""  # the bytes after the last newline so far (the line in progress)
     content = False
+    # One buffer and one array of newline flags, filled again for each block: fresh
+    # memory per block cost a page fault per 4 KiB (100k JSONL: 0.155 -> 0.10 s).
+    buffer = bytearray(sources.BLOCK_BYTES)
+    flags = np.empty(sources.BLOCK_BYTES, dtype=bool)
     try:
-        with open(item.path, "rb") as handle:
-            while block := handle.read(sources.BLOCK_BYTES):
+        with open(item.path, "rb", buffering=0) as handle:
+            while size := handle.readinto(buffer):
+                block = buffer if size == len(buffer) else buffer[:size]
                 if any(bad in block for bad in _FORBIDDEN):
                     return False
                 plain = block.isascii()
                 if not plain and b"\n" + _BOM in tail[-3:] + block[:3]:
                     return False  # a byte-order mark after a newline across the boundary
                 view = np.frombuffer(block, np.uint8)
-                newlines = np.flatnonzero(view == _NEWLINE)
+                newlines = np.flatnonzero(np.equal(view, _NEWLINE, out=flags[:size]))
                 if not len(newlines):
                     carry += block
                     if len(carry) > limit:
