@@ -122,7 +122,7 @@ def eligible(item: InputFile) -> bool:
                 elif carry and not _utf8(carry):
                     return False
                 content = content or bool(block.strip())
-                carry = block[last + 1 :]
+                carry = bytes(block[last + 1 :])
                 tail = (tail + block[-3:])[-3:]
     except OSError:
         return False
