@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 
 from kiana.load import sources
 from kiana.load.sources import Batch, InputFile
+from kiana.load.store import STAGE1_SQL
 
 _DELIMITER = "\x01"
 _NULL = "\x02"
@@ -132,18 +133,16 @@ def eligible(item: InputFile) -> bool:
 def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReader:
     cursor.execute("SET SESSION preserve_insertion_order = true")
     limit = sources.MAX_DOCUMENT_BYTES + 1024
-    # Stage 1 (kiana.load.store.STAGE1_SQL) happens here, as the lines are read: each line
-    # minified (``doc``), its text kept only for a reject (no JSON, or an empty array).
-    query = f"""
-        SELECT CASE WHEN doc IS NULL OR doc = '[]' THEN text END AS text, doc
-        FROM (
-            SELECT text, try(json(text)) AS doc
-            FROM read_csv($path, columns = {{'text': 'VARCHAR'}}, header = false,
-                auto_detect = false, delim = '{_DELIMITER}', quote = '', escape = '',
-                nullstr = '{_NULL}', new_line = '\\n', strict_mode = false,
-                max_line_size = {limit}, buffer_size = {2 * limit})
-        )
-    """
+    # Stage 1 happens here, as the lines are read: each line minified (``doc``), its text
+    # kept only for a reject (no JSON, or an empty array).
+    lines = f"""(
+        SELECT text, NULL::VARCHAR AS problem
+        FROM read_csv($path, columns = {{'text': 'VARCHAR'}}, header = false,
+            auto_detect = false, delim = '{_DELIMITER}', quote = '', escape = '',
+            nullstr = '{_NULL}', new_line = '\\n', strict_mode = false,
+            max_line_size = {limit}, buffer_size = {2 * limit})
+    )"""
+    query = STAGE1_SQL.format(records=lines)
     reader: pa.RecordBatchReader = cursor.sql(query, params={"path": path}).to_arrow_reader(
         _CHUNK_ROWS
     )
@@ -176,7 +175,7 @@ def file_batches(reader: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator
     limit = min(sources.FIRST_BATCH_RECORDS, sources.BATCH_RECORDS)
     for chunk in _reader(reader, source):
         count = chunk.num_rows
-        text, doc = chunk.column(0), chunk.column(1)
+        text, doc = chunk.column("text"), chunk.column("doc")
         numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())
         line += count
         part = pa.table({"line": numbers, "text": text, "doc": doc})

@@ -10,10 +10,10 @@ A batch goes through two steps, which may run on two threads (see :mod:`kiana.lo
   check or the digest consistency, drop what is already stored, insert the rest.
 
 Each stage's result is an Arrow table.  A query reads one such table (or a relation
-over it), as a DuckDB relation under the name the query uses (:func:`_select`,
-:func:`_write`: nothing enters the catalog, whose every version the load's transaction
-would keep until the commit); rows of two tables are matched in Arrow by their
-``(rec, item)`` key (:func:`_keys`).
+over it) under the name the query uses: on the load's connection through a DuckDB
+relation (:func:`_select`, :func:`_write`), on the checks' own cursors as a view
+registered for one statement, which binds quicker (:func:`_checked_rows`).  Rows of two
+tables are matched in Arrow by their ``(rec, item)`` key (:func:`_keys`).
 """
 
 from __future__ import annotations
@@ -89,14 +89,14 @@ def _json_error(text: str) -> str:
 # Each reads the relations named in its docstring-comment; table names (runs,
 # protocols, ...) are the database's own.
 
-#: Stage 1 (``records``: source, line, text, problem -> the same with ``doc``): each
-#: record parsed once, ``try(json(text))``: the minified document (``run_id`` is its
-#: sha256), or NULL when the text is not JSON; the text is kept only for a record that
-#: will be rejected.  DuckDB's JSONL reader does the same as it reads
-#: (:mod:`kiana.load.native`); :func:`stage1` does it for the records Python read.
+#: Stage 1 over the relation ``{records}`` (``text``, ``problem`` and any other columns
+#: -> the same with ``doc``): each record parsed once, ``try(json(text))``: the minified
+#: document (``run_id`` is its sha256), or NULL when the text is not JSON; the text is
+#: kept only for a record that will be rejected.  DuckDB's JSONL reader runs it as it
+#: reads (:mod:`kiana.load.native`); :func:`stage1` runs it on the records Python read.
 STAGE1_SQL = """
-SELECT source, line, CASE WHEN doc IS NULL OR doc = '[]' THEN text END AS text, problem, doc
-FROM (SELECT *, CASE WHEN problem IS NULL THEN try(json(text)) END AS doc FROM records)
+SELECT * REPLACE (CASE WHEN doc IS NULL OR doc = '[]' THEN text END AS text)
+FROM (SELECT *, CASE WHEN problem IS NULL THEN try(json(text)) END AS doc FROM {records})
 """
 
 #: The documents of the arrays among stage 1's rows (``arrays``: rows whose minified
@@ -348,7 +348,9 @@ def stage1(cursor: duckdb.DuckDBPyConnection, batch: Batch) -> Batch:
     if batch.arrow is not None and "doc" in batch.arrow.column_names:
         return batch
     table = batch.table().drop_columns(["rec"])
-    return Batch.from_arrow(_checked_rows(cursor, STAGE1_SQL, "records", table))
+    return Batch.from_arrow(
+        _checked_rows(cursor, STAGE1_SQL.format(records="records"), "records", table)
+    )
 
 
 def _items(records: pa.Table) -> pa.Table:
@@ -442,10 +444,21 @@ def _stored(con: duckdb.DuckDBPyConnection, table: str, digests: list[str]) -> d
     return {str(digest): int(h) for digest, h in rows}
 
 
-def _consistent(con: duckdb.DuckDBPyConnection, flat: pa.Table) -> bool:
+def _stored_contents(con: duckdb.DuckDBPyConnection, flat: pa.Table) -> dict[str, dict[str, int]]:
+    """For each table of :data:`_CONTENTS`, the content hash of each digest of the
+    batch's checked documents that the table holds already (one small query each)."""
+    valid = pc.is_null(flat.column("reject_reason"))
+    return {
+        table: _stored(con, table, pc.unique(pc.filter(flat.column(column), valid)).to_pylist())
+        for column, _, table in _CONTENTS
+    }
+
+
+def _consistent(flat: pa.Table, stored: dict[str, dict[str, int]]) -> bool:
     """Whether every digest of the batch's checked documents names one content, and the
-    stored one where it is stored: then no document conflicts and the full check
-    (:data:`_CONFLICTS_SQL`) need not run.  A few digests per batch: cheap in Arrow."""
+    stored one where it is stored (``stored``: :func:`_stored_contents`): then no
+    document conflicts and the full check (:data:`_CONFLICTS_SQL`) need not run.  A few
+    digests per batch: cheap in Arrow."""
     valid = pc.is_null(flat.column("reject_reason"))
     for column, content, table in _CONTENTS:
         pairs = (
@@ -463,18 +476,21 @@ def _consistent(con: duckdb.DuckDBPyConnection, flat: pa.Table) -> bool:
         first = dict(
             zip(pairs.column("d").to_pylist(), pairs.column("h_min").to_pylist(), strict=True)
         )
-        stored = _stored(con, table, list(first))
-        if any(first[digest] != h for digest, h in stored.items()):
+        if any(first[digest] != h for digest, h in stored[table].items()):
             return False
     return True
 
 
 def _insert_details(
-    con: duckdb.DuckDBPyConnection, items: pa.Table, flat: pa.Table, good: Rows
+    con: duckdb.DuckDBPyConnection,
+    items: pa.Table,
+    flat: pa.Table,
+    good: Rows,
+    stored: dict[str, dict[str, int]],
 ) -> None:
     """The details of the new runs (``good``, the ``fresh`` rows of ``flat``), and the
     protocols and environments whose digests are new (their content from their first
-    document)."""
+    document; ``stored``: :func:`_stored_contents`, taken before this batch's inserts)."""
     _write(con, _INSERT_DETAILS_SQL, "good", good)
     fresh = flat.column("fresh")
     for (column, _, table), new_sql, insert_sql in zip(
@@ -484,7 +500,7 @@ def _insert_details(
         strict=True,
     ):
         digests = pc.unique(pc.filter(flat.column(column), fresh)).to_pylist()
-        if len(_stored(con, table, digests)) < len(digests):
+        if any(digest not in stored[table] for digest in digests):
             new = _select(con, new_sql, "good", good)
             new = new.append_column("doc", _matching(items, "doc", new))
             _write(con, insert_sql, "new", new)
@@ -548,10 +564,11 @@ class Seen:
         """The keys of the rows of ``fresh`` (``run_id``, ``key``: not stored before the
         load) whose run this load has not stored yet; those runs count as stored now."""
         ids = self._ids
-        keep = [run_id not in ids for run_id in fresh.column("run_id").to_pylist()]
-        kept = fresh.filter(pa.array(keep, pa.bool_()))
-        ids.update(kept.column("run_id").to_pylist())
-        keys: pa.Array = kept.column("key").combine_chunks()
+        keep = []
+        for run_id in fresh.column("run_id").to_pylist():  # unique: fresh is per run
+            keep.append(run_id not in ids)
+            ids.add(run_id)
+        keys: pa.Array = fresh.column("key").filter(pa.array(keep, pa.bool_())).combine_chunks()
         return keys
 
 
@@ -563,7 +580,8 @@ def store_batch(
     lap = laps()
     load_id = int(load_id)
     items, flat = checked.items, checked.flat
-    if _consistent(con, flat):
+    stored = _stored_contents(con, flat)
+    if _consistent(flat, stored):
         conflicts = _NO_CONFLICTS
         flat = flat.append_column("conflicting", pa.repeat(False, flat.num_rows))
     else:
@@ -585,7 +603,7 @@ def store_batch(
     lap("rejects")
     _write(con, _INSERT_RUNS_SQL.format(load_id=load_id), "good", good)
     lap("insert runs")
-    _insert_details(con, items, flat, good)
+    _insert_details(con, items, flat, good, stored)
     lap("insert measurements, labels, protocols, environments")
     noted = _write(con, _WARNINGS_SQL.format(load_id=load_id), "good", good)
     lap("warnings")
