@@ -43,25 +43,41 @@ _CLEAN = (
     + ")"
 )
 
-#: Candidate documents (the relation ``documents``, as for
-#: :data:`kiana.load.columns.FLAT_SQL`) -> their checked rows when clean, with ``clean``
-#: false (and the other columns meaningless) when they need the full check.
-FAST_SQL = f"""
+
+def fast_sql(
+    documents: str = "documents",
+    keys_in: str = f"rec, item, {SOURCE} AS source",
+    keys_out: str = "rec, item, source",
+) -> str:
+    """The fast path over the relation ``documents`` (a column ``doc``, the minified
+    document, and the columns ``keys_in`` reads) -> the checked rows when clean, with
+    ``clean`` false or NULL (and the other columns meaningless) when they need the full
+    check.  ``keys_in`` are carried from ``documents`` to the result, which starts with
+    ``keys_out``: by default the candidate documents' keys, as for
+    :data:`kiana.load.columns.FLAT_SQL`; the loader's reading query carries stage 1's
+    columns instead (:func:`kiana.load.store.read_sql`)."""
+    return f"""
 WITH t AS (
-    SELECT rec, item, {SOURCE} AS source,
+    SELECT {keys_in},
            doc, strlen(doc::VARCHAR) AS doc_bytes,
            CASE WHEN starts_with(doc::VARCHAR, '{{') THEN 'OBJECT' ELSE '?' END AS doc_type,
            json_transform(doc, '{FAST_STRUCTURE}') AS d
-    FROM documents
+    FROM {documents}
 ), t2 AS (
     {SIDE_PARTS}
 ), {
-    derived(
-        plain_text,
-        "d.run.spec.measurements",
-        "t2",
-        "CASE WHEN d.run.spec.measurements IS NOT NULL THEN 'ARRAY' END AS meas_type,",
-    )
-}
-SELECT {normal(plain_text)}, {_CLEAN} AS clean FROM f
+        derived(
+            plain_text,
+            "d.run.spec.measurements",
+            "t2",
+            "CASE WHEN d.run.spec.measurements IS NOT NULL THEN 'ARRAY' END AS meas_type,",
+        )
+    }
+SELECT {normal(plain_text, keys_out)}, {_CLEAN} AS clean FROM f
 """
+
+
+#: Candidate documents (the relation ``documents``, as for
+#: :data:`kiana.load.columns.FLAT_SQL`) -> their checked rows when clean, with ``clean``
+#: false (and the other columns meaningless) when they need the full check.
+FAST_SQL = fast_sql()

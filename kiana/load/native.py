@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from kiana.load import sources
 from kiana.load.sources import Batch, InputFile
-from kiana.load.store import STAGE1_SQL
+from kiana.load.store import read_sql
 
 _DELIMITER = "\x01"
 _NULL = "\x02"
@@ -133,8 +133,9 @@ def eligible(item: InputFile) -> bool:
 def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReader:
     cursor.execute("SET SESSION preserve_insertion_order = true")
     limit = sources.MAX_DOCUMENT_BYTES + 1024
-    # Stage 1 happens here, as the lines are read: each line minified (``doc``), its text
-    # kept only for a reject (no JSON, or an empty array).
+    # Stage 1 and the fast path of the checks happen here, as the lines are read: each
+    # line minified (``doc``), its text kept only for a reject (no JSON, or an empty
+    # array), each document checked (``clean``) and flattened.
     lines = f"""(
         SELECT text, NULL::VARCHAR AS problem
         FROM read_csv($path, columns = {{'text': 'VARCHAR'}}, header = false,
@@ -142,7 +143,7 @@ def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReade
             nullstr = '{_NULL}', new_line = '\\n', strict_mode = false,
             max_line_size = {limit}, buffer_size = {2 * limit})
     )"""
-    query = STAGE1_SQL.format(records=lines)
+    query = read_sql(lines, "text, problem")
     reader: pa.RecordBatchReader = cursor.sql(query, params={"path": path}).to_arrow_reader(
         _CHUNK_ROWS
     )
@@ -151,17 +152,8 @@ def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReade
 
 def _batch(source: str, pending: list[pa.Table]) -> Batch:
     table = pa.concat_tables(pending)  # zero-copy: DuckDB scans the chunks as they are
-    count = table.num_rows
     return Batch.from_arrow(
-        pa.table(
-            {
-                "source": pa.array([source] * count, pa.string()),
-                "line": table.column("line"),
-                "text": table.column("text"),
-                "problem": pa.nulls(count, pa.string()),
-                "doc": table.column("doc"),
-            }
-        )
+        table.add_column(0, "source", pa.array([source] * table.num_rows, pa.string()))
     )
 
 
@@ -175,10 +167,10 @@ def file_batches(reader: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator
     limit = min(sources.FIRST_BATCH_RECORDS, sources.BATCH_RECORDS)
     for chunk in _reader(reader, source):
         count = chunk.num_rows
-        text, doc = chunk.column("text"), chunk.column("doc")
+        text = chunk.column("text")
         numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())
         line += count
-        part = pa.table({"line": numbers, "text": text, "doc": doc})
+        part = pa.Table.from_batches([chunk]).add_column(0, "line", numbers)
         if text.null_count < count:  # a line for a reject: maybe blanks only
             blank = pc.equal(pc.utf8_trim(text, " \t\x0b\x0c"), "")
             keep = pc.invert(pc.fill_null(blank, False))

@@ -22,7 +22,7 @@ import json
 import time
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kiana.load.columns import CONTENT_HASH, FLAT_SQL
-from kiana.load.fast import FAST_SQL
+from kiana.load.fast import FAST_SQL, fast_sql
 from kiana.load.hashing import sha256_hex
 from kiana.load.sources import Batch
 from kiana.vocabulary import GPU_LABEL_SQL, partition_id_sql
@@ -98,6 +98,24 @@ STAGE1_SQL = """
 SELECT * REPLACE (CASE WHEN doc IS NULL OR doc = '[]' THEN text END AS text)
 FROM (SELECT *, CASE WHEN problem IS NULL THEN try(json(text)) END AS doc FROM {records})
 """
+
+
+def read_sql(records: str, carried: str) -> str:
+    """Stage 1 (:data:`STAGE1_SQL`) and the fast path of the checks
+    (:func:`kiana.load.fast.fast_sql`) in one statement, which the readers run as they
+    read (over the relation ``records``; ``carried``: its columns, which the result keeps
+    beside ``doc``): a batch whose documents are clean leaves the reading query checked,
+    without crossing into Arrow and back in between, and without a second statement
+    to bind.  The rows that are not ``clean`` (invalid JSON, arrays, documents with a
+    backslash or a failing check) are checked again from stage 1's columns
+    (:func:`check_batch`)."""
+    stage1 = STAGE1_SQL.format(records=records)
+    return fast_sql(f"({stage1})", keys_in=carried, keys_out=f"doc, {carried}")
+
+
+#: The columns :func:`read_sql` carries from stage 1 to its result.
+STAGE1_COLUMNS = ("source", "line", "text", "problem", "doc")
+
 
 #: The documents of the arrays among stage 1's rows (``arrays``: rows whose minified
 #: document starts with ``[`` and holds at least one element), one row each.
@@ -511,35 +529,94 @@ class Checked:
     """One batch after the checks (:func:`check_batch`), ready for :func:`store_batch`."""
 
     batch: Batch
-    items: pa.Table  # stage 1's rows (arrays expanded), with run_id
-    flat: pa.Table  # the checked rows, with run_id and key (see _keys)
+    items: pa.Table  # stage 1's rows (arrays expanded)
+    flat: pa.Table  # the checked rows, with their key (see _keys)
     unreadable: list[tuple[str, str, str | None]]  # where, why, excerpt
+    run_ids: Future[pa.Array]  # the run_id of each row of items, being hashed
+
+    def with_run_ids(self) -> tuple[pa.Table, pa.Table]:
+        """``items`` and ``flat``, each with its ``run_id`` (once hashed)."""
+        items = self.items.append_column("run_id", self.run_ids.result())
+        return items, self.flat.append_column("run_id", _matching(items, "run_id", self.flat))
+
+
+def _all(flags: pa.Array) -> bool:
+    return bool(flags.null_count == 0 and flags.true_count == len(flags))
+
+
+def _shown_source(records: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """``source`` as :data:`kiana.load.columns.SOURCE` shows it, for stage 1's rows (no
+    array element among them): ``file:line`` for a JSONL line, ``file`` for a file."""
+    source = records.column("source")
+    line = pc.cast(records.column("line"), pa.string())
+    return pc.coalesce(pc.binary_join_element_wise(source, line, ":"), source)
+
+
+def _fast_checked(con: duckdb.DuckDBPyConnection, records: pa.Table) -> pa.Table:
+    """Stage 1's rows with the fast path's columns: as the reading query gave them
+    (:func:`read_sql`), or computed now on ``con`` (records Python read)."""
+    if "clean" in records.column_names:
+        return records
+    carried = ", ".join(["rec", *STAGE1_COLUMNS[:-1]])
+    sql = fast_sql("records", keys_in=carried, keys_out=f"doc, {carried}")
+    return _checked_rows(con, sql, "records", records)
+
+
+def _passed(records: pa.Table, clean: pa.Array) -> pa.Table:
+    """The checked rows (no reject) of the ``clean`` rows of :func:`_fast_checked`."""
+    passed = records if _all(clean) else records.filter(clean)  # a filter copies
+    count = passed.num_rows
+    none = pa.nulls(count, pa.string())
+    fields = [name for name in passed.column_names if name not in {"rec", "clean", *STAGE1_COLUMNS}]
+    return pa.table(
+        {
+            "rec": passed.column("rec"),
+            "item": pa.repeat(pa.scalar(0, pa.int64()), count),
+            "source": _shown_source(passed),
+            **{name: passed.column(name) for name in fields},
+            "reject_path": none,
+            "reject_reason": none,
+        }
+    )
 
 
 def check_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> Checked:
     """Stage 1 and the checks of one batch, on ``con``: a cursor of their own, outside
     the load's transaction (its statements register views, :func:`_checked_rows`).  It
-    reads no table, so it runs while another batch is stored (:mod:`kiana.load`)."""
+    reads no table, so it runs while another batch is stored (:mod:`kiana.load`).
+
+    The fast path has run on every record (mostly as it was read, :func:`read_sql`):
+    the clean ones are checked rows as they are.  The others (rare) are no document
+    (their problem becomes a reject), an array (replaced by its documents) or a
+    document the full check must see (:func:`_check`)."""
     lap = laps()
     batch = stage1(con, batch)  # done already where it was read
-    items = _expanded(con, _items(batch.table()))
-    lap("stage 1: parse + minify, arrays expanded")
+    records = _fast_checked(con, batch.table())
+    clean = pc.fill_null(records.column("clean"), False).combine_chunks()
+    passed = _passed(records, clean)
+    items = _items(records)
+    rest = items.slice(0, 0)
+    if not _all(clean):
+        rest = _expanded(con, items.filter(pc.invert(clean)))
+        items = pa.concat_tables([items.filter(clean), rest])
+    lap("stage 1 and the fast path")
     unreadable = []
-    for rec, source, problem in _unreadable(items):
+    for rec, source, problem in _unreadable(rest):
         text = batch.text_at(rec)
         if problem == "invalid JSON" and text is not None:
             problem = _json_error(text)
         unreadable.append((source, problem, text[:200] if text else None))
-    # run_id (hashlib, which lets go of the GIL) on a second thread while DuckDB checks
-    # the same documents: the hashing hides behind the check.
-    with ThreadPoolExecutor(1) as pool:
-        run_ids = pool.submit(sha256_hex, items.column("doc"))
-        flat = _check(con, items)
-        items = items.append_column("run_id", run_ids.result())
-    flat = flat.append_column("run_id", _matching(items, "run_id", flat))
+    # run_id (hashlib, which lets go of the GIL) on a thread of its own, which the storing
+    # waits for: the hashing hides behind the checks and the storing of the batch before.
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="kiana-load-hash")
+    run_ids = hashing.submit(sha256_hex, items.column("doc"))
+    hashing.shutdown(wait=False)
+    flat = passed
+    if pc.any(pc.is_null(rest.column("problem"))).as_py():
+        flat = pa.concat_tables([passed, _check(con, rest).select(passed.column_names)])
     flat = flat.append_column("key", _keys(flat))
-    lap("checks (+ run_id sha256 beside them)")
-    return Checked(batch, items, flat, unreadable)
+    lap("the full check")
+    return Checked(batch, items, flat, unreadable, run_ids)
 
 
 #: The rows of :data:`_CONFLICTS_SQL` when there are none.
@@ -579,7 +656,8 @@ def store_batch(
     connection); returns its counts."""
     lap = laps()
     load_id = int(load_id)
-    items, flat = checked.items, checked.flat
+    items, flat = checked.with_run_ids()
+    lap("waiting for run_id")
     stored = _stored_contents(con, flat)
     if _consistent(flat, stored):
         conflicts = _NO_CONFLICTS
