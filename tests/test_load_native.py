@@ -36,7 +36,7 @@ _TABLES = {
 def _tables(paths: list[Path], *, allow_native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     with monkeypatch.context() as patch:
         if not allow_native:
-            patch.setattr(native, "eligible", lambda item: False)
+            patch.setattr(native, "longest_line", lambda item: None)
         con = kiana.load.connect(None)
         summary = kiana.load.load(con, paths)
         out = {
@@ -210,22 +210,24 @@ def test_progress_counts_files_and_documents_read_by_duckdb(tmp_path: Path) -> N
     assert calls == [(1, 2, 4), (2, 2, 7)]
 
 
-def _eligible_reference(data: bytes, limit: int) -> bool:
-    """The pre-check written the slow, obvious way: the whole file decoded, split."""
+def _longest_line_reference(data: bytes, limit: int) -> int | None:
+    """The pre-check written the slow, obvious way: the whole file decoded, split; the
+    longest line's bytes when the file is eligible."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return False
+        return None
     if any(bad in text for bad in ("\r", "\x00", "\x01", "\x02")):
-        return False
+        return None
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()  # the newline ends the last line; it does not start an empty one
-    return (
+    eligible = (
         bool(text.strip())
         and all(line != "" and not line.startswith("\ufeff") for line in lines)
         and all(len(line.encode()) <= limit for line in lines)
     )
+    return max(len(line.encode()) for line in lines) if eligible else None
 
 
 _PIECES = st.sampled_from(
@@ -251,4 +253,7 @@ def test_eligible_agrees_with_the_slow_reference(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sources, "BLOCK_BYTES", block)  # boundaries everywhere
         patch.setattr(sources, "MAX_DOCUMENT_BYTES", limit)
-        assert _eligible(path) is _eligible_reference(data, limit)
+        expected = _longest_line_reference(data, limit)
+        assert _eligible(path) is (expected is not None)
+        item = sources.classify(path)
+        assert item is not None and native.longest_line(item) == expected

@@ -93,14 +93,16 @@ def _read(
 ) -> Generator[Batch, None, None]:
     """Every record of every file, in bounded batches after stage 1 (each record
     minified): DuckDB reads (on ``reader``) the plain JSONL files that
-    :func:`kiana.load.native.eligible` passes, Python every other file, one batch ahead
+    :func:`kiana.load.native.eligible` passes (sized by their longest line), Python every other file, one batch ahead
     on a second thread (:func:`_ahead`), which also minifies them on ``reader``."""
-    for direct, group in itertools.groupby(files, native.eligible):
+    scanned = ((item, native.longest_line(item)) for item in files)
+    for direct, group in itertools.groupby(scanned, lambda pair: pair[1] is not None):
         if direct:
-            for item in group:
-                yield from native.file_batches(reader, item)
+            for item, longest in group:
+                yield from native.file_batches(reader, item, longest or 0)
         else:
-            yield from _ahead(stage1(reader, batch) for batch in sources.batches(group))
+            items = (item for item, _ in group)
+            yield from _ahead(stage1(reader, batch) for batch in sources.batches(items))
 
 
 def _ahead(stream: Iterable[T]) -> Generator[T, None, None]:

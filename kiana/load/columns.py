@@ -22,6 +22,7 @@ from kiana.load.validate import (
     STRUCTURE,
     numeric,
 )
+from kiana.vocabulary import GPU_LABEL_SQL, partition_id_sql
 
 
 def json_text(expr: str) -> str:
@@ -153,6 +154,18 @@ def normal(s: StringOf, keys: str = "rec, item, source") -> str:
         {s("env.spec.hardware.architecture")} AS architecture"""
 
 
+def finished(rows: str) -> str:
+    """The query ``rows`` (checked rows of :func:`normal`) with the columns the writer
+    derives from them: ``gpu`` (the GPU label), ``partition_id`` and ``ms50`` (the
+    ``ms_50`` of the source's metrics, compared with the median).  Computed here, with
+    the checks, so that the storing (the load's one serial stage) only copies them."""
+    return f"""SELECT *, {partition_id_sql()} AS partition_id FROM (
+    SELECT *, {GPU_LABEL_SQL} AS gpu,
+        try_cast(json_extract(native_metrics, '$.ms_50') AS DOUBLE) AS ms50
+    FROM ({rows})
+)"""
+
+
 _FLAT_DERIVED = derived(
     json_text,
     "CASE WHEN meas_type = 'ARRAY' THEN json_transform(d.run.spec.measurements, "
@@ -174,6 +187,5 @@ WITH t AS (
 ), t2 AS (
     {SIDE_PARTS}
 ), {_FLAT_DERIVED}
-SELECT {normal(json_text)}, {REJECT_PATH} AS reject_path, {REJECT_REASON} AS reject_reason
-FROM f
+{finished(f"SELECT {normal(json_text)}, {REJECT_PATH} AS reject_path, {REJECT_REASON} AS reject_reason FROM f")}
 """

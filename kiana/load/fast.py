@@ -26,7 +26,7 @@ the same columns (``tests/test_load_fast.py`` checks both on generated documents
 
 from __future__ import annotations
 
-from kiana.load.columns import SIDE_PARTS, SOURCE, derived, normal, plain_text
+from kiana.load.columns import SIDE_PARTS, SOURCE, derived, finished, normal, plain_text
 from kiana.load.validate import CHECKS, structure
 
 #: The document structure with the measurements parsed in the same pass.
@@ -73,7 +73,7 @@ WITH t AS (
             "CASE WHEN d.run.spec.measurements IS NOT NULL THEN 'ARRAY' END AS meas_type,",
         )
     }
-SELECT {normal(plain_text, keys_out)}, {_CLEAN} AS clean FROM f
+{finished(f"SELECT {normal(plain_text, keys_out)}, {_CLEAN} AS clean FROM f")}
 """
 
 

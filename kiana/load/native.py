@@ -64,7 +64,16 @@ def _utf8(data: bytes | memoryview) -> bool:
 
 
 def eligible(item: InputFile) -> bool:
-    """Whether DuckDB's reader gives exactly the Python reader's records for the file.
+    """Whether DuckDB's reader gives exactly the Python reader's records for the file."""
+    return longest_line(item) is not None
+
+
+def longest_line(item: InputFile) -> int | None:
+    """The bytes of the file's longest line when DuckDB's reader gives exactly the
+    Python reader's records for it (:func:`eligible`), else ``None``.  DuckDB's reader
+    is sized by it: a buffer of a few lines' size hands the first rows on sooner (and
+    with less work) than one sized for the largest document allowed (100k JSONL: the
+    first rows after 0.07 s instead of 0.24 s).
 
     Per block of :data:`~kiana.load.sources.BLOCK_BYTES`: four ``memchr`` scans for the
     forbidden bytes, the newline positions with numpy (empty lines, line lengths, a BOM
@@ -73,8 +82,9 @@ def eligible(item: InputFile) -> bool:
     decoded to ``str``.
     """
     if item.gzipped or item.kind != "jsonl":
-        return False
+        return None
     limit = sources.MAX_DOCUMENT_BYTES
+    longest = 0
     tail = b"\n"  # the last bytes read, as if the file followed a newline
     carry = b""  # the bytes after the last newline so far (the line in progress)
     content = False
@@ -87,26 +97,30 @@ def eligible(item: InputFile) -> bool:
             while size := handle.readinto(buffer):
                 block = buffer if size == len(buffer) else buffer[:size]
                 if any(bad in block for bad in _FORBIDDEN):
-                    return False
+                    return None
                 plain = block.isascii()
                 if not plain and b"\n" + _BOM in tail[-3:] + block[:3]:
-                    return False  # a byte-order mark after a newline across the boundary
+                    return None  # a byte-order mark after a newline across the boundary
                 view = np.frombuffer(block, np.uint8)
                 newlines = np.flatnonzero(np.equal(view, _NEWLINE, out=flags[:size]))
                 if not len(newlines):
                     carry += block
                     if len(carry) > limit:
-                        return False
+                        return None
                     tail = (tail + block[-3:])[-3:]
                     content = content or bool(block.strip())
                     continue
                 first, last = int(newlines[0]), int(newlines[-1])
                 if first == 0 and tail.endswith(b"\n"):
-                    return False  # an empty line across the boundary
+                    return None  # an empty line across the boundary
                 if len(carry) + first > limit:
-                    return False  # lines inside one block are shorter than the block
-                if len(newlines) > 1 and bool((np.diff(newlines) == 1).any()):
-                    return False  # an empty line inside the block
+                    return None  # lines inside one block are shorter than the block
+                longest = max(longest, len(carry) + first)
+                if len(newlines) > 1:
+                    gaps = np.diff(newlines)
+                    if bool((gaps == 1).any()):
+                        return None  # an empty line inside the block
+                    longest = max(longest, int(gaps.max()) - 1)
                 if not plain:
                     starts = newlines[newlines + 3 < len(block)]
                     if bool(
@@ -116,23 +130,33 @@ def eligible(item: InputFile) -> bool:
                             & (view[starts + 3] == _BOM[2])
                         ).any()
                     ):
-                        return False  # a byte-order mark at the start of a line
+                        return None  # a byte-order mark at the start of a line
                     whole = memoryview(block)[first + 1 : last + 1]
                     if not (_utf8(carry + block[:first]) and _utf8(whole)):
-                        return False
+                        return None
                 elif carry and not _utf8(carry):
-                    return False
+                    return None
                 content = content or bool(block.strip())
                 carry = bytes(block[last + 1 :])
                 tail = (tail + block[-3:])[-3:]
     except OSError:
-        return False
-    return content and len(carry) <= limit and _utf8(carry)
+        return None
+    if not (content and len(carry) <= limit and _utf8(carry)):
+        return None
+    return max(longest, len(carry))
 
 
-def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReader:
+#: DuckDB's reader takes lines of up to the longest line of the file, or this at least.
+_MIN_LINE_BYTES = 1 << 20
+#: Its buffer holds two of the longest lines, or this at least: DuckDB hands a buffer's
+#: rows on in order only once it has read them all (2-4 MiB were the quickest).
+_MIN_BUFFER_BYTES = 4 << 20
+
+
+def _reader(cursor: duckdb.DuckDBPyConnection, path: str, longest: int) -> pa.RecordBatchReader:
     cursor.execute("SET SESSION preserve_insertion_order = true")
-    limit = sources.MAX_DOCUMENT_BYTES + 1024
+    limit = max(longest + 1024, _MIN_LINE_BYTES)
+    buffer = max(2 * limit, _MIN_BUFFER_BYTES)
     # Stage 1 and the fast path of the checks happen here, as the lines are read: each
     # line minified (``doc``), its text kept only for a reject (no JSON, or an empty
     # array), each document checked (``clean``) and flattened.
@@ -141,7 +165,7 @@ def _reader(cursor: duckdb.DuckDBPyConnection, path: str) -> pa.RecordBatchReade
         FROM read_csv($path, columns = {{'text': 'VARCHAR'}}, header = false,
             auto_detect = false, delim = '{_DELIMITER}', quote = '', escape = '',
             nullstr = '{_NULL}', new_line = '\\n', strict_mode = false,
-            max_line_size = {limit}, buffer_size = {2 * limit})
+            max_line_size = {limit}, buffer_size = {buffer})
     )"""
     query = read_sql(lines, "text, problem")
     reader: pa.RecordBatchReader = cursor.sql(query, params={"path": path}).to_arrow_reader(
@@ -157,15 +181,18 @@ def _batch(source: str, pending: list[pa.Table]) -> Batch:
     )
 
 
-def file_batches(reader: duckdb.DuckDBPyConnection, item: InputFile) -> Iterator[Batch]:
-    """The records of an :func:`eligible` file in bounded batches, read by DuckDB on
-    ``reader``, a connection for reading only (its session keeps insertion order)."""
+def file_batches(
+    reader: duckdb.DuckDBPyConnection, item: InputFile, longest: int
+) -> Iterator[Batch]:
+    """The records of an :func:`eligible` file (``longest``: its :func:`longest_line`) in
+    bounded batches, read by DuckDB on ``reader``, a connection for reading only (its
+    session keeps insertion order)."""
     source = str(item.path)
     line = 0  # lines read so far
     pending: list[pa.Table] = []
     rows = nbytes = 0
     limit = min(sources.FIRST_BATCH_RECORDS, sources.BATCH_RECORDS)
-    for chunk in _reader(reader, source):
+    for chunk in _reader(reader, source, longest):
         count = chunk.num_rows
         text = chunk.column("text")
         numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())

@@ -34,7 +34,6 @@ from kiana.load.columns import CONTENT_HASH, FLAT_SQL
 from kiana.load.fast import FAST_SQL, fast_sql
 from kiana.load.hashing import sha256_hex
 from kiana.load.sources import Batch
-from kiana.vocabulary import GPU_LABEL_SQL, partition_id_sql
 
 __all__ = [
     "STAGE_SECONDS",
@@ -191,14 +190,9 @@ _INSERT_REJECTS_SQL = """
 INSERT INTO rejects SELECT {load_id}, source, path, reason, (doc::VARCHAR)[:200] FROM rejected
 """
 
-#: The new runs (``good``) -> ``runs``; the partition id is hashed once per partition.
-_INSERT_RUNS_SQL = f"""
+#: The new runs (``good``) -> ``runs``.
+_INSERT_RUNS_SQL = """
 INSERT INTO runs BY NAME
-WITH g AS (SELECT *, {GPU_LABEL_SQL} AS gpu FROM good),
-p AS (
-    SELECT *, {partition_id_sql()} AS partition_id
-    FROM (SELECT DISTINCT family, kernel, "pass", workload, gpu FROM g)
-)
 SELECT run_id, partition_id, family, kernel, "pass", provider, workload, gpu, vendor, product,
     form_factor, architecture, liger_version, observed_at, status, metric, unit,
     median_val AS median, p20, p80,
@@ -207,8 +201,8 @@ SELECT run_id, partition_id, family, kernel, "pass", provider, workload, gpu, ve
     CASE WHEN metric = 'latency' THEN round(p80)::BIGINT END AS p80_ns,
     protocol_digest, workload_digest, environment_digest, implementation_digest,
     benchmark, external_id, name, title,
-    source, {{load_id}} AS load_id
-FROM g JOIN p USING (family, kernel, "pass", workload, gpu)
+    source, {load_id} AS load_id
+FROM good
 """
 
 #: The details of the new runs (``good``) -> ``run_details``, one row per run; the
@@ -238,14 +232,14 @@ FROM (SELECT digest, src, json_transform(doc, '{"protocol": "JSON"}').protocol A
 """
 
 #: The first document of each environment digest not stored yet (``good``).
-_NEW_ENVIRONMENTS_SQL = f"""
+_NEW_ENVIRONMENTS_SQL = """
 SELECT * FROM (
     SELECT environment_digest AS digest, arg_min(rec, (rec, item)) AS rec,
            arg_min(item, (rec, item)) AS item, arg_min(source, (rec, item)) AS src,
            arg_min(vendor, (rec, item)) AS vendor, arg_min(product, (rec, item)) AS product,
            arg_min(form_factor, (rec, item)) AS form_factor,
            arg_min(architecture, (rec, item)) AS architecture,
-           arg_min({GPU_LABEL_SQL}, (rec, item)) AS gpu
+           arg_min(gpu, (rec, item)) AS gpu
     FROM good GROUP BY ALL
 ) ANTI JOIN environments USING (digest)
 """
@@ -279,7 +273,7 @@ FROM (
                 || median_val || ' ns)'
         }} END
     ]) AS w
-    FROM (SELECT *, try_cast(json_extract(native_metrics, '$.ms_50') AS DOUBLE) AS ms50 FROM good)
+    FROM good
 )
 WHERE w IS NOT NULL
 RETURNING run_id
