@@ -8,8 +8,10 @@ the load; only unreadable paths (a missing file) raise before anything is writte
 
 Three threads share the work: the reader reads (and minifies) the batch after next
 (Python's reader only), the checker checks the next batch on a cursor of its own
-(:func:`_checked`), and the caller's thread stores the current one in the load's
-transaction.  At most a few batches are held at once, so memory stays bounded.
+(:func:`_checked`; DuckDB's JSONL reader runs there, and checks as it reads), and the
+caller's thread stores the current one in the load's transaction; a fourth hashes each
+batch's documents (``run_id``) between the two.  At most a few batches are held at
+once, so memory stays bounded.
 """
 
 from __future__ import annotations

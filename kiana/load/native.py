@@ -19,9 +19,11 @@ readers could differ occurs:
 * NUL, the delimiter ``\\x01`` or the null string ``\\x02`` anywhere;
 * no document at all (Python rejects the empty file).
 
-The reading query also does stage 1 (:data:`kiana.load.store.STAGE1_SQL`): each line is
-minified as it is read, and its text is kept only for a line that will be rejected, so
-a good document crosses into Arrow once.
+The reading query also does stage 1 and the fast path of the checks
+(:func:`kiana.load.store.read_sql`): each line is minified and checked as it is read,
+and its text is kept only for a line that will be rejected, so a good document crosses
+into Arrow once, checked.  The reader is sized by the file's longest line, which the
+pre-check finds (:func:`longest_line`).
 
 Any other file (and every gzip or ``.json`` file) keeps the Python reader.  Line
 numbers come from the order of the rows: the reading cursor preserves insertion order

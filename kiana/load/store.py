@@ -5,7 +5,9 @@ A batch goes through two steps, which may run on two threads (see :mod:`kiana.lo
 * :func:`check_batch` (reads no table, so it runs on a cursor of its own): stage 1
   (each record minified, ``run_id`` is the sha256 of that text, so the same document
   under any file name or layout is stored once), then the checks (the fast path of
-  :mod:`kiana.load.fast`, then the full check for the few it does not pass as clean);
+  :mod:`kiana.load.fast`, then the full check for the few it does not pass as clean).
+  Where DuckDB reads the file, stage 1 and the fast path have run in its reading query
+  (:func:`read_sql`), and the batch arrives checked but for those few;
 * :func:`store_batch` (inside the load's single transaction): reject what failed a
   check or the digest consistency, drop what is already stored, insert the rest.
 
