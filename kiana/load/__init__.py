@@ -186,7 +186,7 @@ def _checked(
     the load's connection stores the batch before."""
     lap = laps()
     for batch in stream:
-        lap("reading (DuckDB's JSONL reader: + stage 1 and the fast path)")
+        lap("reading (DuckDB's JSONL reader: + stage 1, the fast path)")
         checked = check_batch(checker, batch)
         lap(None)  # check_batch timed its own stages
         yield checked

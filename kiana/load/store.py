@@ -595,7 +595,7 @@ def check_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> Checked:
     if not _all(clean):
         rest = _expanded(con, items.filter(pc.invert(clean)))
         items = pa.concat_tables([items.filter(clean), rest])
-    lap("stage 1 and the fast path")
+    lap("the fast path (Python-read batches), arrays expanded")
     unreadable = []
     for rec, source, problem in _unreadable(rest):
         text = batch.text_at(rec)
