@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kiana.load
+from kiana.errors import InputError
 from kiana.load import native, sources
 from tests import reliability as rel
 
@@ -257,3 +258,18 @@ def test_eligible_agrees_with_the_slow_reference(
         assert _eligible(path) is (expected is not None)
         item = sources.classify(path)
         assert item is not None and native.longest_line(item) == expected
+
+
+def test_a_file_that_changed_after_the_pre_check_stops_the_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "growing.jsonl"
+    lines = _docs(0, 3)
+    lines[1] = json.dumps({"note": "x" * (2 << 20)})  # a line of 2 MiB
+    path.write_text("\n".join(lines) + "\n")
+    # as if the long line was written after the pre-check measured the file
+    monkeypatch.setattr(native, "longest_line", lambda item: 100)
+    con = kiana.load.connect(None)
+    with pytest.raises(InputError, match=r"growing\.jsonl: the file changed while kiana read it"):
+        kiana.load.load(con, [path])
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kiana.errors import InputError
 from kiana.load import sources
 from kiana.load.sources import Batch, InputFile
 from kiana.load.store import read_sql
@@ -183,6 +184,19 @@ def _batch(source: str, pending: list[pa.Table]) -> Batch:
     )
 
 
+def _chunks(reader: duckdb.DuckDBPyConnection, path: str, longest: int) -> Iterator[pa.RecordBatch]:
+    """The reading query's record batches.  The pre-check passed the file, so DuckDB
+    refusing its input means the file changed in between (a line now longer than the
+    reader was sized for, a byte the pre-check excludes): the load stops, rolled back."""
+    try:
+        yield from _reader(reader, path, longest)
+    except duckdb.InvalidInputException as exc:
+        raise InputError(
+            f"{path}: the file changed while kiana read it ({str(exc).splitlines()[0]})",
+            hint="load it again once it is complete; nothing of this load was written",
+        ) from exc
+
+
 def file_batches(
     reader: duckdb.DuckDBPyConnection, item: InputFile, longest: int
 ) -> Iterator[Batch]:
@@ -194,7 +208,7 @@ def file_batches(
     pending: list[pa.Table] = []
     rows = nbytes = 0
     limit = min(sources.FIRST_BATCH_RECORDS, sources.BATCH_RECORDS)
-    for chunk in _reader(reader, source, longest):
+    for chunk in _chunks(reader, source, longest):
         count = chunk.num_rows
         text = chunk.column("text")
         numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())
