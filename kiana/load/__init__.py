@@ -95,8 +95,9 @@ def _read(
 ) -> Generator[Batch, None, None]:
     """Every record of every file, in bounded batches after stage 1 (each record
     minified): DuckDB reads (on ``reader``) the plain JSONL files that
-    :func:`kiana.load.native.eligible` passes (sized by their longest line), Python every other file, one batch ahead
-    on a second thread (:func:`_ahead`), which also minifies them on ``reader``."""
+    :func:`kiana.load.native.eligible` passes (sized by their longest line), Python
+    every other file, one batch ahead on a second thread (:func:`_ahead`), which also
+    minifies them on ``reader``."""
     scanned = ((item, native.longest_line(item)) for item in files)
     for direct, group in itertools.groupby(scanned, lambda pair: pair[1] is not None):
         if direct:

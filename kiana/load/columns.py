@@ -133,11 +133,12 @@ SOURCE = (
 def normal(s: StringOf, keys: str = "rec, item, source") -> str:
     """The columns of a checked row, the same for the full check and the fast path;
     the writer (:mod:`kiana.load.store`) reads only these (``keys``: the columns that
-    say which record a row is; the fast path run as a batch is read gives others).  Narrow on purpose: every
-    column crosses into Arrow once per batch, so the document itself stays behind
-    (``run_id`` is hashed from stage 1's copy) and the protocol and environment come
-    as a 64-bit ``hash`` of their JSON text, enough to tell content behind one digest
-    apart; the content of a *new* digest is taken again from its first document."""
+    say which record a row is; the fast path run as a batch is read gives others).
+    Narrow on purpose: every column crosses into Arrow once per batch, so the document
+    itself stays behind (``run_id`` is hashed from stage 1's copy) and the protocol and
+    environment come as a 64-bit ``hash`` of their JSON text, enough to tell content
+    behind one digest apart; the content of a *new* digest is taken again from its first
+    document."""
     return f"""{keys}, status, observed_at, benchmark, external_id,
         bench_parts[1] AS kernel, bench_parts[2] AS "pass", id_parts[3] AS provider,
         id_parts[5] AS workload, liger_version, family, metric, unit, median_val, p20, p80, ms,

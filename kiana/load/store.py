@@ -560,10 +560,14 @@ def _fast_checked(con: duckdb.DuckDBPyConnection, records: pa.Table) -> pa.Table
 
 def _passed(records: pa.Table, clean: pa.Array) -> pa.Table:
     """The checked rows (no reject) of the ``clean`` rows of :func:`_fast_checked`."""
-    passed = records if _all(clean) else records.filter(clean)  # a filter copies
+    fields = [
+        name for name in records.column_names if name not in {"rec", "clean", *STAGE1_COLUMNS}
+    ]
+    passed = records.select(["rec", "source", "line", *fields])
+    if not _all(clean):
+        passed = passed.filter(clean)  # a filter copies: not the documents, left out above
     count = passed.num_rows
     none = pa.nulls(count, pa.string())
-    fields = [name for name in passed.column_names if name not in {"rec", "clean", *STAGE1_COLUMNS}]
     return pa.table(
         {
             "rec": passed.column("rec"),
