@@ -2,10 +2,13 @@
 
     import kiana
     con = kiana.connect("kiana.duckdb")     # or kiana.connect() in memory
-    kiana.load_paths(con, ["data/"])      # files, folders, globs
-    runs = kiana.runs(con)                  # polars DataFrame
-    kiana.partitions(con)
-    result = kiana.judge(runs)              # .steps, .findings, .changepoints
+    kiana.load_paths(con, ["data/"])        # files, folders, globs
+    kiana.partitions(con)                   # polars DataFrame, one row per partition
+    analysis = kiana.analyze(con)           # what kiana regressions / report / gate show
+    analysis.findings                       # .steps, .quality, .coverage, .runs, ...
+
+``kiana.analyze`` is the one pipeline every command uses (:mod:`kiana.pipeline`);
+``kiana.judge`` is its statistics alone, for a runs frame you built yourself.
 
 Names are imported on first use, so ``import kiana`` (and the CLI) start quickly.
 """
@@ -32,6 +35,9 @@ _LAZY: dict[str, str] = {
     "CorpusConfig": "kiana.generate",
     "write_corpus": "kiana.generate",
     "judge": "kiana.stats",
+    "analyze": "kiana.pipeline",
+    "Analysis": "kiana.pipeline",
+    "Selection": "kiana.pipeline",
     "JudgeOptions": "kiana.stats",
     "KianaError": "kiana.errors",
     "NotComparableError": "kiana.errors",
@@ -41,6 +47,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "Analysis",
     "CorpusConfig",
     "DatabaseError",
     "InputError",
@@ -49,8 +56,10 @@ __all__ = [
     "LoadSummary",
     "NotComparableError",
     "PartitionKey",
+    "Selection",
     "UsageError",
     "__version__",
+    "analyze",
     "compare",
     "connect",
     "ensure_comparable",
@@ -82,6 +91,7 @@ if TYPE_CHECKING:
     )
     from kiana.load import LoadSummary, connect, load_documents, runs
     from kiana.load import load as load_paths
+    from kiana.pipeline import Analysis, Selection, analyze
     from kiana.stats import JudgeOptions, judge
 
 

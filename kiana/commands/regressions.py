@@ -27,7 +27,7 @@ from kiana.vocabulary import FAILABLE, VERDICTS
 if TYPE_CHECKING:
     import polars as pl
 
-    from kiana.stats import Judgement
+    from kiana.pipeline import Analysis, Selection
 
 HELP = "judge every series: regressions, improvements and drift between sessions"
 
@@ -84,105 +84,51 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-#: The filters of ``kiana regressions``: option, column, substring (else whole value).
-FILTERS: tuple[tuple[str, str, bool], ...] = (
-    ("kernel", "kernel", True),
-    ("gpu", "gpu", True),
-    ("provider", "provider", False),
-    ("pass_", "pass", False),
-)
+def selection(args: argparse.Namespace) -> Selection:
+    """The output filters of ``args`` (kernel, gpu, provider, pass, metric)."""
+    from kiana.pipeline import Selection
 
-
-def _matches(column: str, values: list[str], substring: bool) -> pl.Expr:
-    """Case-insensitive: a substring of the column, or the whole value."""
-    import polars as pl
-
-    lowered = pl.col(column).str.to_lowercase()
-    expr = pl.lit(False)
-    for value in values:
-        wanted = value.lower()
-        expr = expr | (
-            lowered.str.contains(wanted, literal=True) if substring else lowered == wanted
-        )
-    return expr
-
-
-def check_filters(runs: pl.DataFrame, args: argparse.Namespace) -> None:
-    """Raise :class:`UsageError` for a filter value that matches no run, naming the
-    closest values that exist (a filter that silently matches nothing reads as "no
-    regressions")."""
-    import difflib
-
-    from kiana.errors import UsageError
-
-    for option, column, substring in FILTERS:
-        for value in getattr(args, option):
-            if runs.select(_matches(column, [value], substring).any()).item():
-                continue
-            known = runs.get_column(column).unique().drop_nulls().to_list()
-            lowered = {k.lower(): k for k in known}
-            close = difflib.get_close_matches(value.lower(), list(lowered), n=3, cutoff=0.4)
-            shown = ", ".join(lowered[c] for c in close) or ", ".join(sorted(known)[:5])
-            flag = "--" + option.rstrip("_")
-            raise UsageError(
-                f"{flag} {value!r} matches no run",
-                hint=f"closest {column} values in the database: {shown or 'none'}",
-            )
-
-
-def _filter(frame: pl.DataFrame, args: argparse.Namespace) -> pl.DataFrame:
-    """Rows of ``frame`` that pass the output filters (kernel, gpu, provider, pass, metric)."""
-    import polars as pl
-
-    conditions = [
-        _matches(column, getattr(args, option), substring)
-        for option, column, substring in FILTERS
-        if getattr(args, option) and column in frame.columns
-    ]
-    if args.metric and "metric" in frame.columns:
-        conditions.append(pl.col("metric") == args.metric)
-    return frame.filter(*conditions) if conditions else frame
+    return Selection(
+        kernel=tuple(args.kernel),
+        gpu=tuple(args.gpu),
+        provider=tuple(args.provider),
+        pass_=tuple(args.pass_),
+        metric=args.metric,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from kiana.culprits import annotate
     from kiana.culprits.history import require_repository
     from kiana.errors import UsageError
     from kiana.jsonstream import write_json
-    from kiana.load.judged import judged_runs
-    from kiana.stats import judge
+    from kiana.pipeline import analyze
 
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit}: must be at least 1", hint="e.g. --limit 40")
     options = judge_options(args, changepoints=not args.no_changepoints)
+    repo = require_repository(args.git) if args.git is not None else None
     con = open_db(args, must_exist=True, read_only=True)
     try:
-        frame = judged_runs(con)
+        analysis = analyze(con, options, git=repo, selection=selection(args))
     finally:
         con.close()
-    check_filters(frame, args)
-    result = judge(frame, options)
-    findings = _filter(result.findings, args)
-    repo = require_repository(args.git) if args.git is not None else None
-    findings = annotate(findings, repo)
+    findings = analysis.findings
     if args.json:
         write_json(
             sys.stdout,
             {
-                "coverage": result.coverage.to_dict(),
+                "coverage": analysis.coverage.to_dict(),
                 "findings": findings,
-                "steps": annotate(_filter(result.steps, args), repo, lists=repo is not None),
-                "quality": _filter(result.quality, args),
-                "changepoints": _filter(result.changepoints, args),
-                "tradeoffs": _filter(result.tradeoffs, args)
-                if result.tradeoffs is not None
-                else None,
+                "steps": analysis.annotate(analysis.steps, lists=repo is not None),
+                "quality": analysis.quality,
+                "changepoints": analysis.changepoints,
+                "tradeoffs": analysis.tradeoffs,
             },
         )
     else:
-        _print_report(result, findings, frame.height, args)
+        _print_report(analysis, args)
     unfolded = findings.filter(~findings["folded"])
     failing = {v: unfolded.filter(unfolded["verdict"] == v).height for v in args.fail_on}
     failing = {v: n for v, n in failing.items() if n}
@@ -207,10 +153,10 @@ def _versions(row: dict[str, object]) -> str:
     )
 
 
-def _print_report(
-    result: Judgement, findings: pl.DataFrame, total: int, args: argparse.Namespace
-) -> None:
+def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
     import polars as pl
+
+    result, findings, total = analysis.judgement, analysis.findings, analysis.runs.height
 
     own = findings.filter(~pl.col("folded"))
     counts = dict(own.group_by("verdict").len().iter_rows())
@@ -275,7 +221,7 @@ def _print_report(
         print(f"({hidden} unchanged findings and baseline providers' drift not shown: --all)")
     if args.steps:
         _print_steps(result.steps, shown, args)
-    changepoints = _filter(result.changepoints, args)
+    changepoints = analysis.changepoints
     if changepoints.height:
         print()
         print("change points (level shifts over several sessions):")
@@ -285,7 +231,7 @@ def _print_report(
                 f"{row['gpu']} {row['workload']} {row['metric']}: {_pct(row['change'])} "
                 f"at {row['from_version']}->{row['to_version']} (p={row['p_value']:.1g})"
             )
-    tradeoffs = _filter(result.tradeoffs, args) if result.tradeoffs is not None else None
+    tradeoffs = analysis.tradeoffs
     if tradeoffs is not None and tradeoffs.height:
         print(f"\n{tradeoffs.height} trade-off(s): faster, but more memory at the same step")
         for row in tradeoffs.head(args.limit).iter_rows(named=True):

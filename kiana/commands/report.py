@@ -76,16 +76,13 @@ def collect(
     the :class:`ReportData` that ``kiana.report.render`` turns into the page."""
     import dataclasses
 
-    from kiana import stats
-    from kiana.culprits import annotate
     from kiana.load import quality
-    from kiana.load.judged import judged_runs
+    from kiana.pipeline import analyze
     from kiana.report import ReportData, ReportOptions
 
-    judge_options = judge_options or stats.JudgeOptions()
-    runs = judged_runs(con)
-    judgement = stats.judge(runs, judge_options)
-    judgement = dataclasses.replace(judgement, findings=annotate(judgement.findings, git))
+    analysis = analyze(con, judge_options, git=git)
+    judgement = dataclasses.replace(analysis.judgement, findings=analysis.findings)
+    runs, judge_options = analysis.runs, analysis.options
     return ReportData(
         runs=runs,
         judgement=judgement,

@@ -30,12 +30,13 @@ from typing import Any
 import polars as pl
 
 from kiana.culprits import history
-from kiana.culprits.rank import Finder, annotate
+from kiana.culprits.rank import Finder
 from kiana.errors import InputError
 from kiana.importers.git import PATHSPEC, csv_versions, release_at
 from kiana.importers.liger import NotLigerCsvError, convert_rows, read_csv_file, read_rows
 from kiana.importers.rows import Row, Skipped
-from kiana.stats import Judgement, JudgeOptions, judge
+from kiana.pipeline import Analysis
+from kiana.stats import Judgement, JudgeOptions
 
 _DATA = "benchmark/data"
 _NO_CSV_HINT = "pass a Liger-Kernel checkout: its results live in benchmark/data/*.csv"
@@ -160,18 +161,27 @@ def head_rows(
     return rows + skipped, len(texts)
 
 
-def _judge(rows: Iterable[Row | Skipped], repo: Path, options: JudgeOptions) -> Judgement:
+def _analyze(
+    rows: Iterable[Row | Skipped],
+    repo: Path,
+    options: JudgeOptions,
+    origins: set[str],
+    finder: Finder,
+) -> Analysis:
+    """Load ``rows`` into a database of their own and run :func:`kiana.pipeline.analyze`
+    on it, selecting the findings whose later session is one of ``origins``."""
     import kiana.load
-    from kiana.load.judged import judged_runs
+    from kiana.pipeline import Selection, analyze
 
     result = convert_rows(rows, sources=[str(repo)])
     con = kiana.load.connect(None)
     try:
         kiana.load.load_documents(con, result.documents, source="gate")
-        runs = judged_runs(con)
+        return analyze(
+            con, options, git=repo, finder=finder, selection=Selection(to_origin=tuple(origins))
+        )
     finally:
         con.close()
-    return judge(runs, options)
 
 
 def gate(
@@ -196,17 +206,15 @@ def gate(
             hint=_NO_CSV_HINT,
         )
     origins = {_origin(r) for r in fresh if isinstance(r, Row)}
-    judgement = _judge([*past, *fresh], repo, options or JudgeOptions())
     finder = Finder(repo, first_parent=False, span=(base_sha, head_sha))
-    mine = judgement.findings.filter(pl.col("to_origin").is_in(sorted(origins)))
-    steps = judgement.steps.filter(pl.col("to_origin").is_in(sorted(origins)))
+    analysis = _analyze([*past, *fresh], repo, options or JudgeOptions(), origins, finder)
     return GateResult(
         base=base_sha,
         head=head_sha,
         worktree=worktree,
         history_rows=len(known),
         head_rows=sum(isinstance(r, Row) for r in fresh),
-        findings=annotate(mine, repo, finder=finder),
-        steps=steps,
-        judgement=judgement,
+        findings=analysis.findings,
+        steps=analysis.steps,
+        judgement=analysis.judgement,
     )

@@ -6,10 +6,10 @@ whose version of that file holds the row); CSV imports carry ``liger_csv`` alone
 other documents neither.  They live in the ``labels`` table (one row per run and key),
 so the runs table keeps its schema; :func:`provenance` pivots them::
 
-    >>> import kiana
-    >>> from kiana.culprits import provenance
-    >>> con = kiana.connect("kiana.duckdb")
-    >>> provenance(con)  # run_id, liger_commit, liger_csv (null where not recorded)
+    import kiana
+    from kiana.culprits import provenance
+    con = kiana.connect("kiana.duckdb")
+    provenance(con)  # run_id, liger_commit, liger_csv (null where not recorded)
 """
 
 from __future__ import annotations

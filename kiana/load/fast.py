@@ -10,7 +10,7 @@ asks one yes/no question, *is this document clean?*  Clean rows are final (no re
 the others (rare) go through the full check, which gives their reason.
 
 A document is clean when all of these hold, and then the full check accepts it with
-the same columns (``tests/test_load_fast.py`` checks both on generated documents):
+the same columns (``tests/load/test_fast.py`` checks both on generated documents):
 
 * it has no backslash, so every string leaf is its raw JSON text without the quotes
   (``[2:-2]``, no escapes to decode: the same text as ``json_extract_string``);

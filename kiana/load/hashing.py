@@ -1,6 +1,6 @@
 """``run_id``: the sha256 of a document's minified JSON, hashed straight from Arrow.
 
-The digests are exactly those of DuckDB's ``sha256()`` (``tests/test_load_native.py``
+The digests are exactly those of DuckDB's ``sha256()`` (``tests/load/test_native.py``
 compares them), computed by Python's ``hashlib`` (OpenSSL), which is several times
 faster and lets go of the GIL, so the loader hashes a batch on a second thread while
 DuckDB checks it (``bench/README.md`` has the figures).  :func:`sha256_hex` hashes

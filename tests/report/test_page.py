@@ -21,7 +21,7 @@ from tests.report_fixtures import (
     sample_steps,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from kiana.stats import JudgeOptions, judge
 from kiana.stats.pooling import KEYS, pool, pool_reference
 from tests.stats_fixtures import frame, run
 
-LIGER_CSVS = Path(__file__).resolve().parents[1].parent / "shared" / "liger"
+LIGER_CSVS = Path(__file__).resolve().parents[2].parent / "shared" / "liger"
 
 
 def sitting(version: str, day: int, medians: dict[str, float], **kw: object) -> list[dict]:

@@ -15,7 +15,7 @@ import pytest
 
 from kiana.report.assets import vega_bundle
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 #: Per notebook, texts its outputs must show on data/, and texts they must not: the

@@ -27,9 +27,9 @@ from kiana.generate import (
     read_truth,
     write_corpus,
 )
-from tests.test_generate_sessions import runs_of, with_sessions
+from tests.generate.test_sessions import runs_of, with_sessions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = sorted((ROOT / "data" / "seeds").glob("*.json"))
 
 #: Small and fast: two kernels (one fast, one slow), two GPUs, four versions.

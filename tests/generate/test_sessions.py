@@ -20,7 +20,7 @@ import pytest
 from kiana.cli import main
 from kiana.generate import Corpus, CorpusConfig, generate, read_truth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SESSION_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 GROUP = ["kernel", "pass", "gpu"]
 

@@ -17,7 +17,7 @@ import pytest
 from kiana.errors import UsageError
 from kiana.generate import Corpus, CorpusConfig, generate
 from kiana.generate.catalog import resolve_gpu
-from tests.test_generate_sessions import GROUP, runs_of, with_sessions
+from tests.generate.test_sessions import GROUP, runs_of, with_sessions
 
 LONG = CorpusConfig(
     seed=5,

@@ -10,7 +10,7 @@ import pytest
 
 from kiana.cli import main
 from kiana.culprits.gate import gate
-from tests.test_culprits import CSV, OPS, LigerRepo, csv_text, rows
+from tests.culprits.test_culprits import CSV, OPS, LigerRepo, csv_text, rows
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kiana.cli import main
-from tests.test_culprits import CSV, OPS, LigerRepo, csv_text, liger_repo, rows
+from tests.culprits.test_culprits import CSV, OPS, LigerRepo, csv_text, liger_repo, rows
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -32,8 +32,8 @@ from kiana.importers.rows import (
 from kiana.importers.workloads import workload_params, workload_slug
 from tests.conftest import run_kiana
 
-LIGER = Path(__file__).parents[1].parent / "shared" / "liger"
-SEEDS = Path(__file__).parents[1].parent / "shared" / "seeds"
+LIGER = Path(__file__).parents[2].parent / "shared" / "liger"
+SEEDS = Path(__file__).parents[2].parent / "shared" / "seeds"
 REAL_CSVS = sorted(LIGER.glob("*.csv"))
 needs_real = pytest.mark.skipif(
     not REAL_CSVS, reason=f"the real Liger CSVs are not here ({LIGER} is absent)"

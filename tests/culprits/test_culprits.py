@@ -144,7 +144,7 @@ def test_provenance_names_the_commit_and_file_of_every_run(
 
 def test_provenance_of_documents_without_labels_is_null(tmp_path: Path) -> None:
     con = kiana.connect()
-    kiana.load_paths(con, [str(Path(__file__).parents[1] / "data" / "seeds")])
+    kiana.load_paths(con, [str(Path(__file__).parents[2] / "data" / "seeds")])
     frame = provenance(con)
     assert frame.height > 0
     assert frame["liger_commit"].null_count() == frame.height
