@@ -168,12 +168,4 @@ def analyze(
     judgement = judge(runs, options)
     finder = finder or Finder(git)
     findings = annotate(selection.apply(judgement.findings), git, finder=finder)
-    return Analysis(
-        runs=runs,
-        judgement=judgement,
-        findings=findings,
-        options=options,
-        selection=selection,
-        repo=git,
-        finder=finder,
-    )
+    return Analysis(runs, judgement, findings, options, selection, git, finder)
