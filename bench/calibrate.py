@@ -45,6 +45,11 @@ def real_runs() -> pl.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, metavar="DIR", help="a generated corpus folder")
+    parser.add_argument(
+        "--step-min-ms", type=float, default=0.3, metavar="MS",
+        help="steps and repeats of workloads of at least MS on both sides (default 0.3: "
+        "the fastest step Liger's CSVs hold)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.corpus:
         con = connect(None)
@@ -54,7 +59,8 @@ def main() -> None:
     else:
         runs = real_runs()
         print(f"Liger-Kernel's CSVs in {LIGER}")
-    print(report(measure(runs)))
+    print(f"steps and repeats of workloads >= {args.step_min_ms:g} ms")
+    print(report(measure(runs, args.step_min_ms)))
 
 
 if __name__ == "__main__":

@@ -34,10 +34,15 @@ of log changes (``0.01`` ~ 1%).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from kiana.documents import RunSpec
 
 #: A gap longer than this between two runs of one scope starts a new sitting.
 SITTING_GAP = timedelta(hours=2)
@@ -171,6 +176,27 @@ def repeats(runs: pl.DataFrame) -> pl.DataFrame:
     )  # fmt: skip
 
 
+#: The columns :func:`measure` reads.
+RUN_COLUMNS: tuple[str, ...] = (
+    "kernel", "pass", "gpu", "provider", "workload", "metric", "liger_version",
+    "observed_at", "median", "p20", "p80", "origin",
+)  # fmt: skip
+
+
+def frame_of(specs: Iterable[RunSpec]) -> pl.DataFrame:
+    """Generated runs (:meth:`kiana.generate.Corpus.specs`) as the frame :func:`measure`
+    reads, without a database (``origin`` is the run's ``liger_csv`` label)."""
+    rows = [
+        (s.kernel, s.pass_, s.gpu.label, s.provider, s.workload, s.metric, s.liger_version,
+         s.observed_at, s.median, s.p20, s.p80, s.labels.get("liger_csv"))
+        for s in specs
+    ]  # fmt: skip
+    schema: dict[str, Any] = {c: pl.String for c in RUN_COLUMNS}
+    schema.update(observed_at=pl.Datetime("us"), median=pl.Float64, p20=pl.Float64,
+                  p80=pl.Float64)  # fmt: skip
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
 def _is_liger() -> pl.Expr:
     return pl.col("provider").str.starts_with("liger")
 
@@ -192,13 +218,16 @@ def _bins(latency: pl.DataFrame) -> tuple[LatencyBin, ...]:
     return tuple(out)
 
 
-def measure(runs: pl.DataFrame) -> Calibration:
-    """The :class:`Calibration` of ``runs`` (see the module docstring)."""
+def measure(runs: pl.DataFrame, step_min_ms: float = 0.0) -> Calibration:
+    """The :class:`Calibration` of ``runs`` (see the module docstring); steps and
+    repeats only of workloads whose median is at least ``step_min_ms`` on both sides
+    (Liger's CSVs hold steps of 0.3-50 ms kernels only: compare like with like)."""
     latency = runs.filter(pl.col("metric") == "latency", pl.col("median") > 0)
     single = (pl.col("p20") == pl.col("median")) & (pl.col("p80") == pl.col("median"))
     spread = ((pl.col("p80") - pl.col("p20")) / pl.col("median")).alias("spread")
     median_spread = latency.filter(~single).select(spread.median()).item()
-    moved = steps(latency)
+    floor = step_min_ms * 1e6
+    moved = steps(latency).filter(pl.col("median") >= floor, pl.col("from_median") >= floor)
     base, liger = moved.filter(~_is_liger()), moved.filter(_is_liger())
     offsets = base.unique(["kernel", "pass", "gpu", "provider", "from_sitting", "sitting"])
     offsets = offsets.filter(pl.col("offset").is_not_null())
@@ -207,7 +236,7 @@ def measure(runs: pl.DataFrame) -> Calibration:
     ratio = both.select(
         (pl.col("change").abs() / ((pl.col("spread") + pl.col("from_spread")) / 2)).alias("r")
     )["r"]
-    again = repeats(latency)
+    again = repeats(latency.filter(pl.col("median") >= floor))
     by_gpu = tuple(
         (str(gpu), scale(part["change"]))
         for (gpu,), part in sorted(base.group_by("gpu"), key=lambda item: str(item[0]))

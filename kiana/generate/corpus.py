@@ -218,7 +218,7 @@ class _RealisticDraws:
         self.noise = RealisticNoise()
         self.versions = corpus.versions
         self._sittings: dict[tuple[str, ...], Sitting] = {}
-        self._offsets: dict[tuple[int, Point, str], float] = {}
+        self._offsets: dict[tuple[int, Point, str], tuple[float, dict[str, float]]] = {}
 
     def csv(self, r: Round) -> str:
         return AA_CSV if (r.group, (r.version, r.rerun)) in self.plan.aa else MAIN_CSV
@@ -234,12 +234,20 @@ class _RealisticDraws:
             self._sittings[key] = self.noise.sitting(rng)
         return self._sittings[key]
 
-    def offset(self, r: Round, provider: str) -> float:
+    def offset(self, r: Round, provider: str, workload: str) -> float:
+        """The provider's offset in the sitting plus the workload's own part of it."""
         key = (r.group, (r.version, r.rerun), provider)
         if key not in self._offsets:
             name = f"kiana-generate-offset:{self.seed}:{r.group}:{r.version}:{r.rerun}:{provider}"
-            self._offsets[key] = self.noise.offset(random.Random(name), self.sitting(r))
-        return self._offsets[key]
+            rng, sitting = random.Random(name), self.sitting(r)
+            offset = self.noise.offset(rng, sitting)
+            own = {
+                s.workload.slug: self.noise.workload(rng, sitting)
+                for s in self.plan.groups[r.group].series if s.provider == provider
+            }  # fmt: skip
+            self._offsets[key] = (offset, own)
+        offset, own = self._offsets[key]
+        return offset + own[workload]
 
     def round(
         self, rng: random.Random, index: int, r: Round
@@ -247,13 +255,12 @@ class _RealisticDraws:
         """One round's runs as (series, (ms_20, ms_50, ms_80))."""
         group = self.plan.groups[r.group]
         point = (r.version, r.rerun)
-        sitting = self.sitting(r)
         for position, series in enumerate(group.series):
             if r.backend is not None and series.provider != "liger":
                 continue
             median = series.base_ns * group.factor(series, point) * (r.backend or 1.0)
-            noise = self.offset(r, series.provider)
-            noise += self.noise.workload(rng, sitting, series.spread)
+            noise = self.offset(r, series.provider, series.workload.slug)
+            noise += self.noise.run(rng, series.spread)
             median *= math.exp(noise) * self.plan.outliers.get((index, position), 1.0)
             spread = series.spread * math.exp(rng.gauss(0, self.noise.run_spread_sigma))
             lower = rng.uniform(0.4, 0.55)

@@ -14,10 +14,11 @@ and how the model draws it:
   of one kernel and GPU) several percent, partly shared by every provider of the
   sitting (:attr:`shifted_common`) and partly the provider's own
   (:attr:`shifted_provider`: what a same-sitting control does not cancel).
-* **Heavy-tailed per-workload noise.**  Beyond the offset, each run's median moves by
-  a Student t (:attr:`tail_df` degrees of freedom) of scale :attr:`calm_workload`
-  (:attr:`shifted_workload` in a shifted sitting) plus :attr:`spread_share` times its
-  own spread sigma.
+* **Heavy-tailed per-workload noise.**  Beyond the offset, each workload of a
+  provider's sitting moves by a Student t (:attr:`tail_df` degrees of freedom) of
+  scale :attr:`calm_workload` (:attr:`shifted_workload` in a shifted sitting), shared
+  by the sitting's rounds; each round adds :attr:`spread_share` times its own spread
+  sigma (repeats within a sitting agree far better than sittings do).
 * **Spread by latency.**  The median spread falls from ~5% for 10-30 us kernels to
   ~0.1-0.3% beyond a millisecond (:data:`SPREAD_BY_LATENCY`, interpolated in log-log),
   each series its own lognormal factor (:attr:`series_spread_sigma`).
@@ -94,13 +95,13 @@ class Sitting:
 class RealisticNoise:
     """The parameters of the model (module docstring); defaults from docs/CALIBRATION.md."""
 
-    shifted_share: float = 0.2
+    shifted_share: float = 0.25
     calm_common: float = 0.002
     calm_provider: float = 0.0015
     shifted_common: float = 0.04
     shifted_provider: float = 0.03
-    calm_workload: float = 0.0015
-    shifted_workload: float = 0.008
+    calm_workload: float = 0.002
+    shifted_workload: float = 0.015
     tail_df: float = 3.0
     spread_share: float = 0.5
     series_spread_sigma: float = 0.6
@@ -116,12 +117,14 @@ class RealisticNoise:
         own = self.shifted_provider if sitting.shifted else self.calm_provider
         return sitting.common + rng.gauss(0, own)
 
-    def workload(self, rng: random.Random, sitting: Sitting, spread: float) -> float:
-        """One run's own noise beyond the offset (log): a Student t plus a share of its
-        spread sigma."""
+    def workload(self, rng: random.Random, sitting: Sitting) -> float:
+        """One workload's noise in one provider's sitting beyond the offset (log)."""
         scale = self.shifted_workload if sitting.shifted else self.calm_workload
-        sigma = self.spread_share * spread / SPREAD_SIGMAS
-        return scale * student_t(rng, self.tail_df) + rng.gauss(0, sigma)
+        return scale * student_t(rng, self.tail_df)
+
+    def run(self, rng: random.Random, spread: float) -> float:
+        """One round's own noise (log): a share of the run's spread sigma."""
+        return rng.gauss(0, self.spread_share * spread / SPREAD_SIGMAS)
 
 
 def student_t(rng: random.Random, df: float) -> float:
