@@ -698,7 +698,7 @@ def details(parts: tuple[pl.DataFrame, ...], noise: str, misses: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument(
         "--noise", nargs="+", choices=("spread", "realistic"), default=["spread", "realistic"],
         help="noise models to measure, side by side (default both)",
