@@ -4,13 +4,16 @@ Run by hand (not part of the tests)::
 
     .venv/bin/python bench/calibrate.py                 # ../shared/liger/*.csv
     .venv/bin/python bench/calibrate.py --corpus DIR    # the same numbers for a generated corpus
+    .venv/bin/python bench/calibrate.py --generated 0 1 2   # realistic corpora of every kernel
 
 Liger-Kernel's benchmark CSVs (``../shared/liger``, outside the repository) are imported
 with :mod:`kiana.importers` into an in-memory database, and
 :func:`kiana.generate.calibration.measure` prints the noise they show (definitions in its
 module docstring; the numbers are written down in ``docs/CALIBRATION.md``).  With
 ``--corpus DIR``, the documents of a generated corpus (``kiana generate DIR --noise
-realistic``) are measured the same way, for a side-by-side look.
+realistic``) are measured the same way, for a side-by-side look; with ``--generated
+SEED...``, the corpora ``tests/generate/test_realistic.py`` compares with the real numbers
+(``CorpusConfig(noise="realistic")`` with every catalog kernel, one per seed, pooled).
 """
 
 from __future__ import annotations
@@ -44,13 +47,27 @@ def real_runs() -> pl.DataFrame:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, metavar="DIR", help="a generated corpus folder")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--corpus", type=Path, metavar="DIR", help="a generated corpus folder")
+    source.add_argument(
+        "--generated", type=int, nargs="+", metavar="SEED",
+        help="realistic corpora of every kernel, one per seed, pooled",
+    )  # fmt: skip
     parser.add_argument(
         "--step-min-ms", type=float, default=0.3, metavar="MS",
         help="steps and repeats of workloads of at least MS on both sides (default 0.3: "
         "the fastest step Liger's CSVs hold)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.generated:
+        from kiana.generate import KERNELS, CorpusConfig
+        from kiana.generate.calibration import measure_generated
+
+        config = CorpusConfig(noise="realistic", kernels=tuple(KERNELS))
+        print(f"realistic corpora of every kernel, seeds {args.generated}")
+        print(f"steps and repeats of workloads >= {args.step_min_ms:g} ms")
+        print(report(measure_generated(config, args.generated, args.step_min_ms)))
+        return
     if args.corpus:
         con = connect(None)
         load(con, [args.corpus])

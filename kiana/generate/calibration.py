@@ -43,6 +43,7 @@ import polars as pl
 
 if TYPE_CHECKING:
     from kiana.documents import RunSpec
+    from kiana.generate.config import CorpusConfig
 
 #: A gap longer than this between two runs of one scope starts a new sitting.
 SITTING_GAP = timedelta(hours=2)
@@ -195,6 +196,24 @@ def frame_of(specs: Iterable[RunSpec]) -> pl.DataFrame:
     schema.update(observed_at=pl.Datetime("us"), median=pl.Float64, p20=pl.Float64,
                   p80=pl.Float64)  # fmt: skip
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def measure_generated(
+    config: CorpusConfig, seeds: Iterable[int], step_min_ms: float = 0.3
+) -> Calibration:
+    """One :class:`Calibration` over the corpora of ``config`` with each of ``seeds``
+    (the kernels of each corpus keep series of their own)."""
+    from dataclasses import replace
+
+    from kiana.generate.corpus import generate
+
+    frames = [
+        frame_of(generate(replace(config, seed=seed)).specs()).with_columns(
+            pl.col("kernel") + f"@{seed}"
+        )
+        for seed in seeds
+    ]
+    return measure(pl.concat(frames), step_min_ms=step_min_ms)
 
 
 def _is_liger() -> pl.Expr:

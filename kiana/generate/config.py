@@ -71,7 +71,7 @@ class CorpusConfig:
     (``aa_rate`` per kernel, pass, GPU and version: the sitting measured again
     minutes later, recorded in another CSV, nothing changed).  Both rates apply to
     ``realistic`` only; with the same seed, both models plan the same groups,
-    sessions and effects.
+    release sessions and environment shifts (Liger effects' sizes follow the spreads).
     """
 
     seed: int = 0

@@ -59,7 +59,7 @@ def spread_at(latency_ns: float) -> float:
 
     >>> round(spread_at(550_000), 4)
     0.0078
-    >>> spread_at(1e3) == spread_at(1e4) == 0.05
+    >>> round(spread_at(1e3), 6) == round(spread_at(1e4), 6) == 0.05
     True
     """
     x = math.log(max(latency_ns, 1.0) / 1e6)

@@ -14,7 +14,7 @@ from scipy import stats
 
 from kiana.cli import main
 from kiana.generate import KERNELS, CorpusConfig, generate, read_truth
-from kiana.generate.calibration import Calibration, frame_of, measure
+from kiana.generate.calibration import Calibration, measure, measure_generated
 from kiana.generate.plan import plan
 from kiana.generate.realistic import single_share, spread_at, student_t
 from kiana.generate.sittings import AA_CSV, MAIN_CSV
@@ -51,7 +51,8 @@ FACTOR = {
 }  # fmt: skip
 SHARE_TOLERANCE = 0.2
 
-#: Fifteen kernels on three GPUs, three seeds: ~35k runs, ~2,500 sittings.
+#: Fifteen kernels on three GPUs, three seeds: ~35k runs, ~2,600 sittings
+#: (``bench/calibrate.py --generated 0 1 2``).
 CORPUS = CorpusConfig(noise="realistic", kernels=tuple(KERNELS))
 
 
@@ -64,14 +65,7 @@ def _value(calibration: Calibration, name: str) -> float:
 
 
 def _pooled(config: CorpusConfig, seeds: tuple[int, ...] = (0, 1, 2)) -> Calibration:
-    """One calibration over several seeds' corpora (each its own kernels' series)."""
-    frames = [
-        frame_of(generate(replace(config, seed=seed)).specs()).with_columns(
-            pl.col("kernel") + f"@{seed}"
-        )
-        for seed in seeds
-    ]
-    return measure(pl.concat(frames), step_min_ms=0.3)
+    return measure_generated(config, seeds, step_min_ms=0.3)
 
 
 @pytest.fixture(scope="module")
