@@ -2,14 +2,21 @@
 
 Run by hand (not part of the tests)::
 
-    .venv/bin/python bench/detection.py [--seeds 0 1 2 3 4] [--sweep-size 5] [--misses]
-    .venv/bin/python bench/detection.py --write DIR   # only write DIR/seed-N/{documents.jsonl,truth.csv,sessions.csv}
+    .venv/bin/python bench/detection.py [--seeds 0 1 ...] [--noise spread realistic] [--details] [--misses]
+    .venv/bin/python bench/detection.py --write DIR   # only write DIR/<noise>/seed-N/{documents.jsonl,truth.csv,sessions.csv}
     .venv/bin/python bench/detection.py --read DIR    # evaluate those folders
 
-For each seed, :mod:`kiana.generate` makes a corpus with known effects (see
+For each noise model (``spread``, the default one whose p20-p80 spread predicts the
+noise, and ``realistic``, calibrated on Liger's real CSVs: ``docs/CALIBRATION.md``) and
+each seed (0-9 by default), :mod:`kiana.generate` makes a corpus with known effects (see
 :func:`corpus_config`; ``--histories 6`` long histories by default), written to a folder
 (a temporary one unless ``--write``), the documents go through the real loader into an
-in-memory database and :func:`kiana.stats.judge` judges them.  ``--read`` evaluates
+in-memory database and :func:`kiana.analyze` judges them.  The first table
+(:func:`headline`, markdown) holds issue 21's metrics for both models side by side:
+false regressions/improvements among unchanged units (A/A pairs included), A/A pairs,
+drift groups and baseline code changes called a change, regressions of >= 10%, >= 5% and
+3% found, improvements found, changes called the wrong way; ``--details`` adds the
+tables below per model.  ``--read`` evaluates
 folders written earlier, needing nothing from :mod:`kiana.generate`: run with
 ``PYTHONPATH`` at an older checkout, it measures that checkout's statistics on the same
 documents (columns the older statistics lack count as not reported).  Evaluation is per *finding*: one
@@ -24,7 +31,9 @@ Truth per finding: the ``regression``/``improvement`` truth row of that session 
 (sweep-wide or one workload), ``drift`` (an environment shift alone), ``conflict`` (a
 session of the pair holds another implementation's runs: expected in
 ``Judgement.quality``, not judged), ``outlier`` (a session of the pair holds a run
-that is off, any provider: left out of every rate, counted apart), else ``unchanged``.
+that is off, any provider: left out of every rate, counted apart), ``baseline change``
+(the step's only change is a baseline's own code: truth ``baseline_change``), ``A/A
+pair`` (truth ``aa``), else ``unchanged``.
 
 Rows of the table (targets in brackets):
 
