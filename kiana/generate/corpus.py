@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 #: Columns of :attr:`Corpus.sessions`, in order.
 SESSION_COLUMNS: tuple[str, ...] = (
     "kernel", "pass", "gpu", "liger_version", "session", "position", "rerun", "rounds",
-    "conflict",
+    "conflict", "aa",
 )  # fmt: skip
 
 #: Memory rows are stamped this long after their round's latency runs.
@@ -61,7 +61,9 @@ class Corpus:
     def sessions(self) -> pl.DataFrame:
         """One row per latency session (kernel, pass, GPU, label, sitting): its id, its
         ``position`` in the group's (version, time) order, ``rerun`` (1: a same-label
-        re-benchmark), its number of rounds and whether a conflict was planted in it."""
+        re-benchmark or an A/A sitting), its number of rounds, whether a conflict was
+        planted in it and whether it repeats the session before it (``aa``: an A/A
+        pair's second sitting, realistic corpora only)."""
         import polars as pl
 
         rounds: dict[tuple[int, int, int], int] = {}
@@ -80,10 +82,11 @@ class Corpus:
                         group.kernel.name, group.pass_, group.gpu.gpu.label,
                         self.versions[point[0]], group.sessions[point].strftime(SESSION_FORMAT),
                         position, point[1], rounds[key], key in conflicts,
+                        (index, point) in self._plan.aa,
                     )
                 )  # fmt: skip
         types: dict[str, Any] = {"position": pl.Int64, "rerun": pl.Int64, "rounds": pl.Int64}
-        types["conflict"] = pl.Boolean
+        types["conflict"] = types["aa"] = pl.Boolean
         schema = {c: types.get(c, pl.String) for c in SESSION_COLUMNS}
         return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -139,7 +142,7 @@ class Corpus:
                     labels=labels,
                 )
             if config.memory and r.backend is None:
-                yield from self._memory(r.group, version, r.at + MEMORY_OFFSET)
+                yield from self._memory(r.group, version, r.at + MEMORY_OFFSET, labels)
 
     def _spread_round(
         self, rng: random.Random, index: int, r: Round
@@ -171,7 +174,9 @@ class Corpus:
             else:
                 yield series, _quantiles(median, spread, lower)
 
-    def _memory(self, index: int, version: str, at: datetime) -> Iterator[RunSpec]:
+    def _memory(
+        self, index: int, version: str, at: datetime, labels: dict[str, str]
+    ) -> Iterator[RunSpec]:
         group = self._plan.groups[index]
         for series in group.series:
             mb = series.memory_mb
@@ -189,6 +194,7 @@ class Corpus:
                 p80=mb,
                 metric="memory",
                 workload_params=series.workload.params,
+                labels=labels,
             )
 
     def documents(self) -> Iterator[dict[str, Any]]:

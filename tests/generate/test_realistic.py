@@ -218,3 +218,21 @@ def test_cli_writes_a_realistic_corpus(tmp_path: Path, capsys: pytest.CaptureFix
     assert {"aa", "baseline_change"} <= set(truth["effect"])
     assert "baseline_change" in capsys.readouterr().out
     assert math.isfinite(truth["change"].sum())
+
+
+def test_sessions_name_the_aa_sittings() -> None:
+    corpus = generate(_tiny())
+    listed = corpus.sessions.filter("aa").select("kernel", "pass", "gpu", "session")
+    truth = corpus.truth.filter(pl.col("effect") == "aa").select(
+        "kernel", "pass", "gpu", pl.col("to_session").alias("session")
+    )
+    assert listed.sort(listed.columns).equals(truth.unique().sort(listed.columns))
+    assert (
+        listed.height > 0 and corpus.sessions.filter("aa")["rerun"].to_list() == [1] * listed.height
+    )
+
+
+def test_memory_rows_of_a_realistic_corpus_name_their_csv() -> None:
+    specs = list(generate(replace(_tiny(), memory=True)).specs())
+    memory = [s for s in specs if s.metric == "memory"]
+    assert memory and {s.labels.get("liger_csv") for s in memory} == {MAIN_CSV, AA_CSV}
