@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
+
+import polars as pl
 
 from kiana.report.data import ReportData, coverage, own_findings, verdict_counts, versions_frame
 from kiana.vocabulary import VERDICTS
@@ -87,3 +90,61 @@ def step_label(row: Mapping[str, Any]) -> str:
         return f"{version} ({day})" if day else str(version)
 
     return f"{side('from')} → {side('to')}"
+
+
+#: The columns of :func:`finding_table`, in order.
+TABLE_COLUMNS: tuple[str, ...] = (
+    "verdict", "kernel", "pass", "provider", "gpu", "metric", "step", "change", "±",
+    "worst", "workloads", "control", "culprit", "evidence",
+)  # fmt: skip
+
+
+def percent(value: object, *, signed: bool = True) -> str:
+    """``0.154`` -> ``+15.4%`` (``15.4%`` unsigned); ``–`` for no number."""
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return "–"
+    return f"{value * 100:+.1f}%" if signed else f"{value * 100:.1f}%"
+
+
+def control_text(row: Mapping[str, Any]) -> str:
+    """``huggingface -0.3%``: the same-session control and its change; ``none``."""
+    provider = row.get("control_provider")
+    if not provider:
+        return "none"
+    change = row.get("control_change")
+    return f"{provider} {percent(change)}" if change is not None else str(provider)
+
+
+def workloads_text(row: Mapping[str, Any]) -> str:
+    """``3/4``: the workloads that reached the verdict on their own, of the sweep."""
+    return f"{row.get('workloads_affected') or 0}/{row.get('workloads_total') or 0}"
+
+
+def first_culprit(row: Mapping[str, Any]) -> str:
+    """``1a2b3c4d5e subject (+2)``: the first culprit and how many more; empty without."""
+    culprits = row.get("culprits")
+    if not culprits:
+        return ""
+    first = culprits[0]
+    more = f" (+{len(culprits) - 1})" if len(culprits) > 1 else ""
+    return f"{str(first.get('commit'))[:10]} {first.get('subject')}{more}"
+
+
+def finding_table(findings: pl.DataFrame) -> pl.DataFrame:
+    """Findings for people (a polars frame of :data:`TABLE_COLUMNS`, all strings): the
+    step with its sessions' dates, the change, its standard error, the worst workload's
+    change and the control's as percentages; the same text the CLI prints and the
+    report shows."""
+    rows = [
+        {
+            "verdict": r["verdict"], "kernel": r["kernel"], "pass": r["pass"],
+            "provider": r["provider"], "gpu": r["gpu"], "metric": r["metric"],
+            "step": step_label(r), "change": percent(r.get("change")),
+            "±": percent(r.get("change_se"), signed=False),
+            "worst": percent(r.get("worst_change")), "workloads": workloads_text(r),
+            "control": control_text(r), "culprit": first_culprit(r),
+            "evidence": r.get("evidence") or "",
+        }
+        for r in findings.iter_rows(named=True)
+    ]  # fmt: skip
+    return pl.DataFrame(rows, schema=dict.fromkeys(TABLE_COLUMNS, pl.String))
