@@ -122,7 +122,7 @@ def finding(
         runs,
         partition_id=worst["partition_id"],
         metric=str(row["metric"]),
-        step=(str(row["from_version"]), str(row["to_version"])),
+        step=frames.step_of(row),
         provider=str(row["provider"]),
         title=f"worst workload: {worst['workload']}",
     )

@@ -217,6 +217,7 @@ SCRIPT = r"""
     var block = document.querySelector('script[data-chart="' + target.id + '"]');
     if (!block || typeof vegaEmbed !== "function") return;
     vegaEmbed(target, JSON.parse(block.textContent), {actions: false, renderer: "svg"})
+      .then(function (result) { target.kianaView = result.view; })
       .catch(function (err) { target.textContent = "chart failed: " + err; console.error(err); });
   }
   var charts = document.querySelectorAll("div.chart[id]");

@@ -38,6 +38,7 @@ from kiana.report.components import (
 from kiana.report.culprits import culprits_html
 from kiana.report.data import Gathered, ReportData, gather
 from kiana.report.text import coverage_line, coverage_text, headline, step_label
+from kiana.stats import JudgeOptions
 from kiana.vocabulary import VERDICTS
 
 SECTIONS = (
@@ -163,7 +164,7 @@ def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
     )
 
 
-def chart_cards(g: Gathered, threshold: float | None) -> Html:
+def chart_cards(g: Gathered, options: JudgeOptions) -> Html:
     if g.charted.height == 0:
         return note("No finding other than 'unchanged': nothing to chart.")
     cards: list[str] = []
@@ -175,12 +176,13 @@ def chart_cards(g: Gathered, threshold: float | None) -> Html:
                 g.runs,
                 partition_id=worst["partition_id"],
                 metric=str(r["metric"]),
-                step=(str(r["from_version"]), str(r["to_version"])),
+                step=frames.step_of(r),
                 provider=str(r["provider"]),
                 title=f"{r['provider']} and its baselines, {worst['workload']}",
+                gap=options.session_gap,
             )
             right = charts.sweep_spec(
-                g.steps, r, threshold=threshold, title="change across the workload sweep"
+                g.steps, r, threshold=options.threshold, title="change across the workload sweep"
             )
         except KianaError as exc:  # a finding the charts cannot draw still gets its card
             body = note(f"no chart: {exc.message}")
@@ -267,7 +269,7 @@ def render(data: ReportData) -> str:
          "whole workload sweep; change is the finding's estimate (pooled over the workloads, "
          "control-adjusted for Liger; + = slower), ± its standard error. "
          "Click a column to sort; pick values to filter."),
-        ("charts", lambda: chart_cards(g, data.judge_options.threshold),
+        ("charts", lambda: chart_cards(g, data.judge_options),
          f"Charts for the {g.charted.height} most important findings (not 'unchanged')."),
         ("speedup", lambda: speedup_section(g, rows),
          "Baseline median / Liger median at the newest version measured in each partition, "
