@@ -274,15 +274,15 @@ def speedup_summary(pairs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def overview_frame(frame: pl.DataFrame, *, value: str = "median_change") -> pl.DataFrame:
+def overview_frame(frame: pl.DataFrame, *, value: str = "change") -> pl.DataFrame:
     """Per kernel, pass, provider and GPU, the row of ``frame`` (findings or steps) whose
     ``value`` moved most; with a ``row`` label and a ``+12%`` cell label."""
-    if value not in frame.columns:
-        value = "change" if "change" in frame.columns else value
+    if value not in frame.columns:  # a frame made before findings carried their change
+        value = next((c for c in ("change", "median_change") if c in frame.columns), value)
     if value not in frame.columns:
         raise UsageError(
             f"this frame has no {value!r} column",
-            hint="pass judge(...).findings (median_change) or .steps (change)",
+            hint="pass findings or steps (both have change: the finding's or step's estimate)",
         )
     keys = ["kernel", "pass", "provider", "gpu"]
     data = (
