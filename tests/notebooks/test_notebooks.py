@@ -69,7 +69,9 @@ def test_notebook_runs_top_to_bottom(path: Path) -> None:
     ]
     assert charts, "the notebook draws no chart"
     for cell in charts:
-        assert [_text(o) for o in cell.outputs if "data" in o][-1].startswith("alt."), cell.source
+        assert [_text(o) for o in cell.outputs if "data" in o][-1].startswith("<kiana chart"), (
+            cell.source
+        )
         # a Vega-Lite mime bundle JupyterLab draws itself, and no HTML it would prefer
         data = [o.get("data", {}) for o in cell.outputs if "data" in o][-1]
         assert VEGALITE_MIME in data and "text/html" not in data, cell.source
