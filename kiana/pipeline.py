@@ -113,9 +113,11 @@ def _matches(column: str, values: tuple[str, ...], substring: bool) -> pl.Expr:
 def listed_expr() -> pl.Expr:
     """True for a finding every surface lists by default: what moved or could not be
     decided, and the drift of Liger's own providers (a baseline's drift is context)."""
+    from kiana.vocabulary import liger_expr
+
     verdict = pl.col("verdict")
     return verdict.is_in(["regression", "improvement", "inconclusive"]) | (
-        (verdict == "drift") & pl.col("is_liger")
+        (verdict == "drift") & liger_expr()
     )
 
 

@@ -173,6 +173,7 @@ def gather(data: ReportData) -> Gathered:
         "not passed": runs.height - passed.height,
         "steps": steps.height,
         "findings": ordered.height,
+        "folded": data.judgement.findings.height - ordered.height,
         **verdict_counts(ordered),
     }
     pairs = frames.speedup_frame(runs)

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from kiana.report.data import ReportData, coverage, own_findings, verdict_counts, versions_frame
+from kiana.report.data import ReportData, coverage, own_findings, versions_frame
 from kiana.vocabulary import VERDICTS
 
 
@@ -21,16 +21,21 @@ def _n(count: int, word: str) -> str:
 
 def headline(data: ReportData) -> str:
     """One line: the findings by verdict (unchanged aside), among how many, on what."""
-    own = own_findings(data.judgement.findings)
-    counts = verdict_counts(own)
+    from kiana.pipeline import count_findings
+
+    found = data.judgement.findings
+    own = own_findings(found)
+    counts = count_findings(found).verdicts
     parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
              for v in VERDICTS if v != "unchanged" and counts[v]]  # fmt: skip
-    found = ", ".join(parts) if parts else "no regressions"
+    moved = ", ".join(parts) if parts else "no regressions"
     runs = data.runs
     versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
     span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
+    memory = own.filter(pl.col("metric") == "memory").height if own.height else 0
+    split = f" ({own.height - memory:,} latency, {memory:,} memory)" if memory else ""
     return (
-        f"{found} among {_n(own.height, 'finding')}: "
+        f"{moved} among {_n(own.height, 'finding')}{split}: "
         f"{_n(runs['kernel'].n_unique(), 'kernel')} on {_n(runs['gpu'].n_unique(), 'GPU')}, "
         f"{span} ({_n(len(versions), 'version')}, {_n(runs.height, 'run')})."
     )
@@ -148,3 +153,35 @@ def finding_table(findings: pl.DataFrame) -> pl.DataFrame:
         for r in findings.iter_rows(named=True)
     ]  # fmt: skip
     return pl.DataFrame(rows, schema=dict.fromkeys(TABLE_COLUMNS, pl.String))
+
+
+_MOVED = {"regression": "slower", "improvement": "faster"}
+
+
+def plain_sentence(row: Mapping[str, Any]) -> str:
+    """A finding in plain words, the same numbers as :func:`finding_table`:
+    ``liger got 15.4% slower (± 1.0%) over its 4 workloads, 4 of them on their own; worst
+    +16.2%; the same-session control huggingface moved -0.3%.``"""
+    change, verdict = row.get("change"), str(row.get("verdict"))
+    size = percent(abs(change), signed=False) if isinstance(change, int | float) else "–"
+    se = percent(row.get("change_se"), signed=False)
+    total = row.get("workloads_total") or 0
+    if verdict in _MOVED:
+        what = f"{row['provider']} got {size} {_MOVED[verdict]} (± {se})"
+    elif verdict == "drift":
+        what = f"the machine moved, not {row['provider']}: {percent(change)} (± {se})"
+    elif verdict == "inconclusive":
+        what = f"{row['provider']} moved {percent(change)} (± {se}), too little known to decide"
+        if row.get("reruns"):
+            what += f"; {row['reruns']} runs per session would decide it"
+    else:
+        what = f"{row['provider']} did not move beyond the noise: {percent(change)} (± {se})"
+    control = (
+        f"the same-session control {row['control_provider']} moved {percent(row.get('control_change'))}"
+        if row.get("control_provider")
+        else "no same-session control"
+    )
+    return (
+        f"{what} over its {total} workloads, {row.get('workloads_affected') or 0} of them on "
+        f"their own; worst {percent(row.get('worst_change'))}; {control}."
+    )
