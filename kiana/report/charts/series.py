@@ -54,6 +54,19 @@ def series_data(
     return SeriesData(frames.chart_values(data), order, providers, unit)
 
 
+def _tooltip(unit: str) -> list[dict[str, Any]]:
+    """A point's tooltip: provider, version, the session's first run, the numbers."""
+    return [
+        channel("provider", "nominal"),
+        channel("liger_version", "nominal", title="version"),
+        channel("session", "nominal", title="session (first run, UTC)"),
+        channel("median", "quantitative", format=",.4g", title=f"median ({unit})"),
+        channel("p20", "quantitative", format=",.4g"),
+        channel("p80", "quantitative", format=",.4g"),
+        channel("runs", "quantitative"),
+    ]
+
+
 def _if_liger(then: Any, otherwise: Any) -> dict[str, Any]:
     return condition(f"datum.role == '{LIGER}'", then, otherwise)
 
@@ -97,15 +110,7 @@ def series_spec(
             "y2": {"field": "p80"},
         },
     }
-    tooltip = [
-        channel("provider", "nominal"),
-        channel("liger_version", "nominal", title="version"),
-        channel("session", "nominal", title="session (first run, UTC)"),
-        channel("median", "quantitative", format=",.4g", title=f"median ({unit})"),
-        channel("p20", "quantitative", format=",.4g"),
-        channel("p80", "quantitative", format=",.4g"),
-        channel("runs", "quantitative"),
-    ]
+    tooltip = _tooltip(unit)
     y = channel("median", "quantitative", scale={"zero": False}, title=f"median {metric} ({unit})")
     line = {
         "data": data,
