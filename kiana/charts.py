@@ -16,10 +16,12 @@ Altair's ``from_dict`` from the very Vega-Lite spec the report draws
 Altair is imported inside the functions, so ``import kiana.charts`` stays light.
 
 Offline: the first chart made here enables the ``"kiana"`` renderer (unless another
-renderer than Altair's default was chosen): each chart output carries the Vega bundle
-the HTML report inlines, nothing is fetched from a CDN, so an executed notebook shows its
-charts without a network.  ``kiana.charts.offline()`` enables it by hand;
-``alt.renderers.enable("default")`` afterwards goes back to Altair's.
+renderer than Altair's default was chosen): each chart output is a Vega-Lite mime
+bundle that JupyterLab draws with its own Vega, nothing fetched from a CDN, so an
+executed notebook saved and opened later shows its charts without a network or a
+re-run.  ``kiana.charts.offline(html=True)`` (the ``"kiana-html"`` renderer) inlines the
+report's Vega bundle in HTML instead, for front ends that draw HTML only;
+``alt.renderers.enable("default")`` goes back to Altair's.
 """
 
 from __future__ import annotations
@@ -38,38 +40,78 @@ if TYPE_CHECKING:
 
 __all__ = ["finding", "offline", "overview", "series", "speedup", "sweep", "to_spec"]
 
-#: The name of kiana's offline renderer in ``alt.renderers``.
+#: The names of kiana's offline renderers in ``alt.renderers``.
 RENDERER = "kiana"
+HTML_RENDERER = "kiana-html"
 
 
-def render_offline(spec: dict[str, Any], **metadata: Any) -> dict[str, str]:
-    """An Altair renderer: the chart as HTML holding the Vega bundle (the report's,
-    :func:`kiana.report.assets.vega_bundle`) and the spec; no URL is loaded.
-    ``metadata["embed_options"]`` (``alt.renderers.set_embed_options``) go to vega-embed."""
+#: The mime type JupyterLab's built-in Vega renderer draws (Vega 5, Vega-Lite 5), which
+#: also draws kiana's specs (written for Vega-Lite 6 with nothing 5 lacks).
+VEGALITE_MIME = "application/vnd.vegalite.v5+json"
+
+
+def render_offline(spec: dict[str, Any], **metadata: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An Altair renderer: the chart as a Vega-Lite mime bundle, which JupyterLab (and VS
+    Code) draw with their own bundled Vega, offline, also from a saved notebook opened
+    untrusted; no URL is loaded.  No ``text/html`` beside it: JupyterLab prefers HTML
+    to Vega-Lite and does not run an untrusted output's script, so the chart would be
+    an empty box (front ends that draw HTML only: :func:`render_html`, the ``"kiana-html"``
+    renderer).  ``metadata["embed_options"]`` (``alt.renderers.set_embed_options``) go to
+    vega-embed."""
+    embed = dict(metadata.get("embed_options") or {})
+    bundle = {VEGALITE_MIME: spec, "text/plain": f"<kiana chart: {_describe(spec)}>"}
+    return bundle, ({VEGALITE_MIME: {"embed_options": embed}} if embed else {})
+
+
+def render_html(spec: dict[str, Any], **metadata: Any) -> dict[str, str]:
+    """An Altair renderer for front ends that draw HTML only (Colab, the classic
+    Notebook): the chart as inline HTML holding the report's Vega bundle (defined once
+    per page however many charts it shows) and the spec; no URL is loaded."""
+    return {"text/html": inline_html(spec, dict(metadata.get("embed_options") or {}))}
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    title = spec.get("title")
+    if isinstance(title, str) and title:
+        return title
+    parts = spec.get("hconcat") or []
+    titles = [p.get("title") for p in parts if isinstance(p, dict) and p.get("title")]
+    return " | ".join(str(t) for t in titles) or "Vega-Lite"
+
+
+#: Defines ``vegaEmbed`` once per page: the bundle's top-level declarations live in a
+#: function of their own, so a second chart output does not declare them again.
+_ONCE = "if (typeof window.vegaEmbed !== 'function') {{ (function () {{\n{bundle}\n}})(); }}"
+
+
+def inline_html(spec: dict[str, Any], embed: dict[str, Any] | None = None) -> str:
+    """A chart as self-contained HTML: a target, the Vega bundle (once per page) and the
+    call that draws ``spec`` into the target."""
     from uuid import uuid4
 
     from kiana.report.assets import vega_bundle
     from kiana.report.components import json_text
 
     target = f"kiana-chart-{uuid4().hex}"
-    embed = json_text(metadata.get("embed_options") or {})
-    html = (
-        f'<div id="{target}"></div><script type="text/javascript">{vega_bundle()}</script>'
+    return (
+        f'<div id="{target}"></div><script type="text/javascript">'
+        f"{_ONCE.format(bundle=vega_bundle())}</script>"
         '<script type="text/javascript">'
-        f'vegaEmbed("#{target}", {json_text(spec)}, {embed}).catch(function (err) {{'
+        f'vegaEmbed("#{target}", {json_text(spec)}, {json_text(embed or {})}).catch(function (err) {{'
         f' document.getElementById("{target}").textContent = "chart failed: " + err; }});'
         "</script>"
     )
-    return {"text/html": html}
 
 
-def offline() -> None:
-    """Draw Altair charts with :func:`render_offline` (no network needed)."""
+def offline(*, html: bool = False) -> None:
+    """Draw Altair charts with :func:`render_offline` (no network needed), or with
+    :func:`render_html` (``html=True``) for a front end that draws HTML only."""
     import altair as alt
 
     if RENDERER not in alt.renderers.names():
         alt.renderers.register(RENDERER, render_offline)
-    alt.renderers.enable(RENDERER)
+        alt.renderers.register(HTML_RENDERER, render_html)
+    alt.renderers.enable(HTML_RENDERER if html else RENDERER)
 
 
 def _offline_unless_chosen() -> None:
@@ -122,7 +164,7 @@ def finding(
         runs,
         partition_id=worst["partition_id"],
         metric=str(row["metric"]),
-        step=(str(row["from_version"]), str(row["to_version"])),
+        step=frames.step_of(row),
         provider=str(row["provider"]),
         title=f"worst workload: {worst['workload']}",
     )
@@ -145,8 +187,9 @@ def speedup(
     return _layer(speedup_spec(summary, max_rows=max_rows))
 
 
-def overview(frame: pl.DataFrame, *, value: str = "median_change") -> alt.LayerChart:
-    """A kernel · pass × GPU heat map of findings (or steps): the median change,
+def overview(frame: pl.DataFrame, *, value: str = "change") -> alt.LayerChart:
+    """A kernel · pass × GPU heat map of findings (or steps): their change (control-adjusted
+    for Liger, the number the verdict rests on),
     coloured red for slower and green for faster, for a release-wide look."""
     return _layer(overview_spec(frame, value=value))
 

@@ -3,14 +3,25 @@
 Each subcommand lives in ``kiana/commands/<name>.py`` and exposes ``HELP``,
 ``configure(parser)`` and ``run(args) -> int``.  Command modules import their heavy
 dependencies (altair, scipy, polars...) inside ``run`` so that ``kiana --help`` and
-``kiana load`` start quickly.  This is the only module that exits the process.
+``kiana load`` start quickly.  This is the only module that exits the process, and every
+way out has its own status (:data:`EXIT_CODES`, listed by ``kiana --help``):
+
+* 0: done; 1: a verdict (``--fail-on``, ``kiana gate``): never a crash;
+* 2: usage or input error (a :class:`~kiana.errors.KianaError`: message and hint);
+* 3: kiana itself failed (a bug): one line naming the exception,
+  ``KIANA_TRACEBACK=1`` prints the traceback;
+* 130: interrupted (Ctrl-C): one line of what to do; a load is one transaction and a
+  report is written through a temporary file, so the database and the output are as they
+  were before the command.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +29,7 @@ from types import ModuleType
 
 from kiana._version import __version__
 from kiana.errors import KianaError
+from kiana.safe import terminal
 
 #: Subcommand name -> module under kiana.commands, in the order --help lists them.
 COMMANDS: dict[str, str] = {
@@ -31,15 +43,37 @@ COMMANDS: dict[str, str] = {
     "export": "export",
 }
 
+OK, VERDICT, USAGE, CRASH, INTERRUPTED = 0, 1, 2, 3, 130
+#: Every exit status of ``kiana``, and what it means (``kiana --help`` lists them).
+EXIT_CODES: dict[int, str] = {
+    OK: "done",
+    VERDICT: "a verdict: --fail-on matched, or kiana gate found a regression",
+    USAGE: "usage or input error (the message says what to fix)",
+    CRASH: "kiana failed: a bug (KIANA_TRACEBACK=1 shows the traceback); please report it",
+    INTERRUPTED: "interrupted (Ctrl-C): the database and the output files are as they were",
+}
+
+#: What to do after Ctrl-C, per command (the default: run it again).
+_AFTER_INTERRUPT: dict[str, str] = {
+    "load": "nothing of this load was stored; run it again to load the files",
+    "import": "nothing of this import was stored; run it again",
+    "regressions": "nothing was judged; run it again (--kernel or --gpu make it quicker)",
+    "report": "no report was written; run it again (--top and --rows make it smaller)",
+    "gate": "no verdict was reached; run it again",
+}
+
 
 def _module(name: str) -> ModuleType:
     return importlib.import_module(f"kiana.commands.{COMMANDS[name]}")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    codes = "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())
     parser = argparse.ArgumentParser(
         prog="kiana",
         description="Find GPU-kernel latency regressions in kernelindex benchmark documents.",
+        epilog=f"exit status:\n{codes}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"kiana {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -56,30 +90,110 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _innermost(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The (sub)parser of the command given (``kiana import liger``'s, not ``kiana``'s)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                return _innermost(action.choices[chosen], args)
+    return parser
+
+
+def _reject_unknown(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> None:
+    """Report arguments no parser took with the usage of the command given, naming the
+    option meant (``-db`` -> ``--db``); exits with status 2."""
+    command = _innermost(parser, args)
+    options = [o for action in command._actions for o in action.option_strings]
+    first = extra[0]
+    if first.startswith("-"):
+        wanted = first.split("=", 1)[0]
+        close = difflib.get_close_matches(wanted, options, n=1, cutoff=0.6)
+        close = close or [o for o in options if o.lstrip("-") == wanted.lstrip("-")]
+        meant = f"; did you mean {close[0]}?" if close else f"; see {command.prog} --help"
+        command.error(f"unrecognized argument {terminal(first)}{meant}")
+    command.error(f"unrecognized arguments: {terminal(' '.join(extra))}; see {command.prog} --help")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting: nothing was done yet
+        print("kiana: interrupted before it started: nothing was done", file=sys.stderr)
+        return INTERRUPTED
+    if extra:
+        _reject_unknown(parser, args, extra)
     if not getattr(args, "_run", None):
         parser.print_help()
-        return 2
+        return USAGE
     fresh = _new_database(args)
     try:
         code: int = args._run(args)
     except KianaError as exc:
         _remove(fresh)
-        print(f"kiana {args.command}: error: {exc.message}", file=sys.stderr)
+        print(f"kiana {args.command}: error: {terminal(exc.message)}", file=sys.stderr)
         if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        _remove(fresh)
-        print(f"kiana {args.command}: interrupted", file=sys.stderr)
-        return 130
+            print(f"hint: {terminal(exc.hint)}", file=sys.stderr)
+        return USAGE
     except BrokenPipeError:
-        return 0
-    if code == 2:
+        _quiet_stdout()
+        return OK
+    except BaseException as exc:  # every way out gets its own status
+        if isinstance(exc, SystemExit):
+            raise
+        _remove(fresh)
+        return _failed(args.command, exc)
+    if code == USAGE:
         _remove(fresh)
     return code
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised while handling) is Ctrl-C: Python's
+    ``KeyboardInterrupt`` or DuckDB's ``Query interrupted`` (DuckDB takes SIGINT while a
+    query runs; a rollback after it may fail in turn, hiding the interrupt)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        if "interrupt" in type(current).__name__.lower() or "Query interrupted" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _failed(command: str, exc: BaseException) -> int:
+    """The one line (and status) of an exception no command turned into a KianaError."""
+    if interrupted(exc):
+        what = _AFTER_INTERRUPT.get(command, "run it again")
+        print(f"kiana {command}: interrupted: {what}", file=sys.stderr)
+        return INTERRUPTED
+    if os.environ.get("KIANA_TRACEBACK"):
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    print(
+        f"kiana {command}: internal error: {type(exc).__name__}"
+        + (f": {terminal(first)[:300]}" if first else "")
+        + " (a bug in kiana: KIANA_TRACEBACK=1 shows the traceback; please report it)",
+        file=sys.stderr,
+    )
+    return CRASH
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe (``kiana regressions | head``): no second error at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _new_database(args: argparse.Namespace) -> Path | None:

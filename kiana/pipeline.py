@@ -17,6 +17,15 @@ options (:func:`kiana.stats.judge`), with the same culprits (:func:`kiana.culpri
 A :class:`Selection` narrows what is shown (findings, steps, quality, change points,
 trade-offs) without changing what is judged: controls, noise floors and the
 calibration always use every run.
+
+What every surface counts, lists and folds is decided here once
+(:func:`count_findings`, :meth:`Analysis.listed`): a baseline provider's drift that a
+Liger finding of the same sitting explains is *folded* (kept in ``findings`` and the
+JSON, named in that finding's evidence, never counted again); unchanged findings and
+the drift of baselines are counted but not *listed* by default.
+
+>>> analysis.counts.sentence()
+'0 findings'
 """
 
 from __future__ import annotations
@@ -101,6 +110,78 @@ def _matches(column: str, values: tuple[str, ...], substring: bool) -> pl.Expr:
     return expr
 
 
+def listed_expr() -> pl.Expr:
+    """True for a finding every surface lists by default: what moved or could not be
+    decided, and the drift of Liger's own providers (a baseline's drift is context)."""
+    from kiana.vocabulary import liger_expr
+
+    verdict = pl.col("verdict")
+    return verdict.is_in(["regression", "improvement", "inconclusive"]) | (
+        (verdict == "drift") & liger_expr()
+    )
+
+
+def _folded(findings: pl.DataFrame) -> pl.Expr:
+    if "folded" not in findings.columns:
+        return pl.lit(False)
+    return pl.col("folded").fill_null(False)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many findings there are and what the surfaces fold and do not list, the same
+    numbers in the CLI, the JSON, the report and the notebooks (:func:`count_findings`)."""
+
+    findings: int  #: every finding selected, folded ones included
+    folded: int  #: baseline drift folded into the Liger finding it explains
+    verdicts: dict[str, int]  #: the findings of their own (not folded), per verdict
+    listed: int  #: of their own, listed by default
+    unlisted: dict[str, int]  #: of their own, not listed by default: why -> how many
+
+    @property
+    def own(self) -> int:
+        """The findings of their own: every finding but the folded ones."""
+        return self.findings - self.folded
+
+    def tally(self) -> str:
+        """``10 regression, 12 improvement, 10 drift, 6 inconclusive, 293 unchanged``."""
+        return ", ".join(f"{n:,} {v}" for v, n in self.verdicts.items())
+
+    def sentence(self) -> str:
+        """The counts in one line, saying what is folded and what is not listed."""
+        if self.findings == 0:
+            return "0 findings"
+        text = f"{self.own:,} findings: {self.tally()}"
+        unlisted = ", ".join(f"{n:,} {why}" for why, n in self.unlisted.items() if n)
+        if unlisted:
+            text += f"; not listed by default: {unlisted}"
+        if self.folded:
+            text += (
+                f"; {self.folded:,} baseline drift folded into the Liger findings they "
+                "explain (not counted again)"
+            )
+        return text
+
+
+def count_findings(findings: pl.DataFrame) -> Counts:
+    """The :class:`Counts` of a findings frame (the one place that counts findings)."""
+    from kiana.vocabulary import VERDICTS
+
+    folded = findings.filter(_folded(findings))
+    own = findings.filter(~_folded(findings))
+    per = dict(own.group_by("verdict").len().iter_rows()) if own.height else {}
+    listed = own.filter(listed_expr()) if own.height else own
+    rest = own.filter(~listed_expr()) if own.height else own
+    unchanged = rest.filter(pl.col("verdict") == "unchanged").height if rest.height else 0
+    return Counts(
+        findings=findings.height,
+        folded=folded.height,
+        verdicts={v: int(per.get(v, 0)) for v in VERDICTS},
+        listed=listed.height,
+        unlisted={"unchanged": unchanged, "baseline drift": rest.height - unchanged},
+    )
+
+
 @dataclass(frozen=True)
 class Analysis:
     """What :func:`analyze` found.  ``judgement`` is everything judged; the frames
@@ -113,6 +194,27 @@ class Analysis:
     selection: Selection
     repo: Path | None  #: the Liger checkout culprits came from, if any
     finder: Finder = field(repr=False)
+
+    @property
+    def counts(self) -> Counts:
+        """How many findings, folded and not listed (:func:`count_findings`)."""
+        return count_findings(self.findings)
+
+    def listed(self, *, everything: bool = False) -> pl.DataFrame:
+        """The findings a surface lists, most important first: by default what moved or
+        could not be decided (:func:`listed_expr`); ``everything``: every finding of its
+        own (unchanged ones and baseline drift too).  Folded findings never: their
+        Liger finding names them."""
+        own = self.findings.filter(~_folded(self.findings))
+        return own if everything or own.height == 0 else own.filter(listed_expr())
+
+    def table(self, *, everything: bool = False) -> pl.DataFrame:
+        """:meth:`listed` for people: one row per finding, the step as
+        ``0.8.0 (2026-06-16) → 0.8.0 (2026-07-05)`` and the changes as percentages
+        (:func:`kiana.report.text.finding_table`, what the CLI and the report show)."""
+        from kiana.report.text import finding_table
+
+        return finding_table(self.listed(everything=everything))
 
     @property
     def steps(self) -> pl.DataFrame:
@@ -155,17 +257,51 @@ def analyze(
 
     ``git`` is the Liger-Kernel checkout the rows were imported from (culprits are
     commits; without it each finding carries the ``git log`` command that lists
-    them); ``finder`` replaces ``Finder(git)`` (the gate's range of commits).  A filter
-    of ``selection`` that matches no run raises :class:`~kiana.errors.UsageError`."""
+    them); without ``git`` (and ``finder``), the checkout ``kiana import liger --git``
+    recorded in the database is used while it still exists
+    (:func:`remembered_repository`).  ``finder`` replaces ``Finder(git)`` (the gate's
+    range of commits).  A filter of ``selection`` that matches no run raises
+    :class:`~kiana.errors.UsageError`."""
     from kiana.culprits import Finder, annotate
     from kiana.load.judged import judged_runs
     from kiana.stats import JudgeOptions, judge
 
     options = options or JudgeOptions()
     selection = selection or Selection()
+    if git is None and finder is None:
+        git = remembered_repository(con)
     runs = judged_runs(con)
     selection.check(runs)
     judgement = judge(runs, options)
     finder = finder or Finder(git)
     findings = annotate(selection.apply(judgement.findings), git, finder=finder)
     return Analysis(runs, judgement, findings, options, selection, git, finder)
+
+
+def remember_repository(con: duckdb.DuckDBPyConnection, repo: Path) -> None:
+    """Record that the rows of ``con`` came from the Liger-Kernel checkout ``repo``
+    (``kiana import liger --git``), so :func:`analyze` finds culprits without ``git``."""
+    con.execute("INSERT INTO repositories VALUES (?, now()::TIMESTAMP)", [str(repo.resolve())])
+
+
+def remembered_repository(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """The checkout :func:`remember_repository` recorded last, while it is still a git
+    repository; None otherwise (or in a database older than the table)."""
+    import duckdb
+
+    from kiana.errors import KianaError
+
+    try:
+        rows = con.execute(
+            "SELECT path FROM repositories ORDER BY imported_at DESC NULLS LAST LIMIT 1"
+        ).fetchall()
+    except duckdb.CatalogException:
+        return None
+    if not rows:
+        return None
+    from kiana.culprits.history import require_repository
+
+    try:
+        return require_repository(Path(rows[0][0]))
+    except KianaError:  # moved or deleted since the import: the git log hints instead
+        return None

@@ -5,7 +5,11 @@ kiana import liger benchmark/data/*.csv -o docs/          # one .json per row
 kiana import liger all_benchmark_data.csv --jsonl runs.jsonl.gz
 kiana import liger --git ~/Liger-Kernel [--rev v0.4.0..main] --db kiana.duckdb
 ```
-Without ``-o``, ``--jsonl`` or ``--db`` nothing is written: the summary alone is printed.
+Without ``-o`` or ``--jsonl`` the documents are loaded into ``--db`` (default
+``kiana.duckdb``, the database ``kiana regressions`` and ``kiana report`` read).  A folder
+stands for the ``*.csv`` files in it (``benchmark/data/``).  With ``--git`` and a
+database, the checkout is recorded in it (:func:`kiana.pipeline.remember_repository`):
+``kiana regressions`` and ``kiana report`` then rank culprits without ``--git``.
 Rows that cannot become documents are listed (file, line, column, reason), never dropped.
 A CSV whose header holds none of Liger's columns, or a ``--git`` repository with no Liger
 CSV in its history, is an ``InputError`` (exit status 2): nothing is written.
@@ -18,8 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-from kiana.commands.common import open_db
-from kiana.errors import UsageError
+from kiana.commands.common import DEFAULT_DB, open_db
+from kiana.errors import InputError, UsageError
+from kiana.safe import terminal
+
+#: The --db given when none is (compared by identity: the user may name the same file).
+_DEFAULT = Path(DEFAULT_DB)
 
 HELP = "import benchmark results from other formats (Liger-Kernel CSVs and their git history)"
 
@@ -46,7 +54,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--jsonl", type=Path, metavar="FILE", help="one JSONL file (gzip if it ends in .gz)"
     )
-    out.add_argument("--db", type=Path, metavar="FILE", help="load into this DuckDB database")
+    out.add_argument(
+        "--db", type=Path, default=_DEFAULT, metavar="FILE",
+        help=f"load into this DuckDB database (the default, {DEFAULT_DB}, without -o or --jsonl)",
+    )  # fmt: skip
+
+
+def csv_files(paths: list[Path]) -> list[Path]:
+    """The CSV files of ``paths``: a folder stands for the ``*.csv`` files in it."""
+    files: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found = sorted(path.glob("*.csv"))
+        if not found:
+            raise InputError(
+                f"{path}: a folder with no .csv file in it",
+                hint="give Liger's benchmark/data/ folder or its CSV files "
+                "(all_benchmark_data*.csv)",
+            )
+        files.extend(found)
+    return files
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
             f"({', '.join(history.liger_versions) or 'none'})"
         )
     else:
-        result = import_csvs(args.csv)
+        result = import_csvs(csv_files(args.csv))
     documents = result.documents
     if args.out:
         written = output.write_files(documents, args.out)
@@ -87,33 +116,35 @@ def run(args: argparse.Namespace) -> int:
     elif args.jsonl:
         written = output.write_jsonl(documents, args.jsonl)
         target = f"into {args.jsonl}"
-    elif args.db:
+    else:
         from kiana.load import load_documents
+        from kiana.pipeline import remember_repository
 
         con = open_db(argparse.Namespace(db=str(args.db)), must_exist=False, read_only=False)
         try:
             summary = load_documents(con, documents, source="liger-import")
+            if args.git:
+                remember_repository(con, args.git)
         finally:
             con.close()
         written = len(documents)
         target = (
             f"into {args.db} (loaded {summary.loaded}, already present "
             f"{summary.already_present}, rejected {summary.rejected})"
+            + ("; the default --db, which kiana regressions reads" if args.db is _DEFAULT else "")
+            + (f"; culprits will come from {args.git.resolve()}" if args.git else "")
         )
-    else:
-        written = 0
-        target = "(nothing written: pass -o DIR, --jsonl FILE or --db FILE)"
     metrics = ", ".join(f"{m} {n}" for m, n in result.by_metric.items()) or "none"
     print(f"rows read: {result.rows_read}")
     for line in lines:
-        print(line)
-    print(f"documents: {len(documents)} ({metrics}); written {written} {target}")
+        print(terminal(line))
+    print(terminal(f"documents: {len(documents)} ({metrics}); written {written} {target}"))
     print(f"skipped: {len(result.skipped)}")
     for reason, count in result.skipped_by_reason.items():
-        print(f"  {count:6d}  {reason}")
+        print(f"  {count:6d}  {terminal(reason)}")
     for skipped in result.skipped:
-        print(f"skipped {skipped}", file=sys.stderr)
+        print(f"skipped {terminal(skipped)}", file=sys.stderr)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {terminal(warning)}", file=sys.stderr)
     print(f"time: {time.perf_counter() - started:.2f} s")
     return 0

@@ -7,7 +7,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from kiana.commands.common import add_db_option, open_db
+from kiana.commands.common import DEFAULT_DB, add_db_option, open_db
+from kiana.safe import terminal
 
 HELP = "load kernelindex documents (files, folders, globs; .json, .jsonl, .gz) into DuckDB"
 
@@ -42,10 +43,26 @@ def progress_bar() -> Callable[[int, int, int], None] | None:
     return show
 
 
+def _refuse_csv(paths: list[str]) -> None:
+    """A CSV named on the command line is Liger's results, not kernelindex documents:
+    point to the command that reads them (before anything is opened or loaded)."""
+    from kiana.errors import InputError
+
+    csvs = [p for p in paths if p.lower().endswith((".csv", ".csv.gz"))]
+    if csvs:
+        raise InputError(
+            f"{csvs[0]}: a CSV file; kiana load reads kernelindex JSON documents "
+            "(.json, .jsonl, .ndjson, optionally .gz)",
+            hint=f"Liger-Kernel's benchmark CSVs go through `kiana import liger "
+            f"{' '.join(csvs)} --db {DEFAULT_DB}`",
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from kiana.errors import InputError, StrictLoadError
     from kiana.load import load
 
+    _refuse_csv(args.paths)
     con = open_db(args, must_exist=False, read_only=False)
     bar = None if args.quiet else progress_bar()
     try:
@@ -70,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
         )
         for source, path, reason in summary.first_rejects[:5]:
             where = f" at {path}" if path else ""
-            print(f"  rejected {source}{where}: {reason}")
+            print(terminal(f"  rejected {source}{where}: {reason}"))
         if summary.rejected > 5:
             print(
                 f"  ... {summary.rejected - 5:,} more: SELECT * FROM rejects WHERE load_id = "
                 f"{summary.load_id}"
             )
-        print(f"database: {args.db}")
+        print(terminal(f"database: {args.db}"))
     if args.strict and summary.rejected:
         raise StrictLoadError(
             f"{summary.rejected} input(s) rejected (--strict); the rest was loaded",

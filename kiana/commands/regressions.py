@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kiana.commands.common import add_db_option, add_judge_options, judge_options, open_db
-from kiana.vocabulary import FAILABLE, VERDICTS
+from kiana.vocabulary import FAILABLE
 
 if TYPE_CHECKING:
     import polars as pl
@@ -70,6 +70,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--all", action="store_true",
         help="also list unchanged findings and baseline providers' drift indicators",
+    )  # fmt: skip
+    parser.add_argument(
+        "--wide", action="store_true",
+        help="one line per finding, whatever the terminal's width (default: fit COLUMNS)",
     )  # fmt: skip
     parser.add_argument(
         "--limit", type=int, default=40, metavar="N", help="table rows per section (default 40)"
@@ -129,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         _print_report(analysis, args)
-    unfolded = findings.filter(~findings["folded"])
+    unfolded = analysis.listed(everything=True)
     failing = {v: unfolded.filter(unfolded["verdict"] == v).height for v in args.fail_on}
     failing = {v: n for v, n in failing.items() if n}
     if failing:
@@ -140,106 +144,168 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pct(value: float | None, *, signed: bool = True) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value * 100:+.1f}%" if signed else f"{value * 100:.1f}%"
+    from kiana.report.text import percent
+
+    return percent(value, signed=signed)
 
 
 def _versions(row: dict[str, object]) -> str:
-    """``0.8.0 (2026-06-16) -> 0.8.0 (2026-07-05)``."""
-    return (
-        f"{row['from_version']} ({str(row['from_session'])[:10]}) -> "
-        f"{row['to_version']} ({str(row['to_session'])[:10]})"
-    )
+    """``0.8.0 (2026-06-16) → 0.8.0 (2026-07-05)``."""
+    from kiana.report.text import step_label
+
+    return step_label(row)
+
+
+#: The one-line table: column titles, and which are numbers (right-aligned).
+_ONE_LINE = (
+    ("verdict", False), ("kernel/pass", False), ("provider", False), ("gpu", False),
+    ("metric", False), ("sessions", False), ("change", True), ("±", True),
+    ("worst", True), ("work", True), ("control", False),
+)  # fmt: skip
+#: The first line of the two-line table (the second: gpu, metric, sessions, control).
+_FIRST = ("verdict", "kernel/pass", "provider", "change", "±", "worst", "work")
+
+
+def _cells(table: pl.DataFrame) -> list[dict[str, str]]:
+    """The table's text (inert: kiana.safe.terminal) under the one-line titles."""
+    from kiana.commands.layout import cells
+
+    out = []
+    for r in table.iter_rows(named=True):
+        values = [
+            r["verdict"], f"{r['kernel']}/{r['pass']}", r["provider"], r["gpu"], r["metric"],
+            r["step"], r["change"], r["±"], r["worst"], r["workloads"], r["control"],
+        ]  # fmt: skip
+        row = dict(zip((t for t, _ in _ONE_LINE), cells(values), strict=True))
+        row["evidence"], row["culprit"] = cells([r["evidence"], r["culprit"]])
+        out.append(row)
+    return out
+
+
+def _print_findings(shown: pl.DataFrame, width: int | None, limit: int) -> None:
+    """The findings table, fitted to ``width`` (kiana.commands.layout's rules): one
+    aligned line per finding when that fits, else two (what and how much; where, when
+    and against what), then its evidence wrapped and its first culprits."""
+    from kiana.commands.layout import INDENT, fit, pack, wrap
+    from kiana.report.text import finding_table
+
+    head = shown.head(limit)
+    rows = _cells(finding_table(head))
+    titles = [t for t, _ in _ONE_LINE]
+    right = [r for _, r in _ONE_LINE]
+    lines = fit(titles, [[row[t] for t in titles] for row in rows], width=width, right=right)
+    two = lines is None
+    if lines is None:
+        first = [[row[t] for t in _FIRST] for row in rows]
+        aligned = fit(_FIRST, first, width=width, right=[r for t, r in _ONE_LINE if t in _FIRST])
+        lines = aligned or [" ".join(_FIRST), *(" ".join(c) for c in first)]
+        lines[0] += f"\n{INDENT}gpu · metric · sessions · control"
+    print(lines[0] + ("  evidence" if width is None else ""))
+    for text, row, source in zip(lines[1:], rows, head.iter_rows(named=True), strict=True):
+        if width is not None and len(text) > width:  # even whole cells one apart do not fit
+            for part in pack([row[t] for t in _FIRST], width=width):
+                print(part)
+        else:
+            print(text + (f"  {row['evidence']}" if width is None else ""))
+        if two:
+            where = [row["gpu"], "·", row["metric"], "·", row["sessions"],
+                     f"· control {row['control']}"]  # fmt: skip
+            for part in pack(where, width=width, indent=INDENT * 2, first=INDENT):
+                print(part)
+        if width is not None and row["evidence"]:
+            for part in wrap(row["evidence"], width=width):
+                print(part)
+        for culprit in culprit_lines(source.get("culprits")):
+            print(_clipped(f"{INDENT}{culprit}", width))
+
+
+def _clipped(text: str, width: int | None) -> str:
+    from kiana.commands.layout import clip
+    from kiana.safe import terminal
+
+    return clip(terminal(text), width)
+
+
+def _say(text: str, width: int | None) -> None:
+    """A sentence of the summary, wrapped to the terminal."""
+    from kiana.commands.layout import wrap
+    from kiana.safe import terminal
+
+    for part in wrap(terminal(text), width=width, first=""):
+        print(part)
 
 
 def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
-    import polars as pl
+    from kiana.commands.layout import terminal_width
 
-    result, findings, total = analysis.judgement, analysis.findings, analysis.runs.height
-
-    own = findings.filter(~pl.col("folded"))
-    counts = dict(own.group_by("verdict").len().iter_rows())
-    tally = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-    folded = findings.height - own.height
-    print(
-        f"judged {result.runs_judged:,} passed runs of {total:,}; "
-        f"{own.height:,} findings: {tally}"
-        + (
-            f" ({folded:,} baseline drift folded into the Liger findings it explains)"
-            if folded
-            else ""
-        )
-    )
-    print(result.coverage.sentence())
+    width = terminal_width(args.wide)
+    result, total = analysis.judgement, analysis.runs.height
+    counts = analysis.counts
+    _say(f"judged {result.runs_judged:,} passed runs of {total:,}; {counts.sentence()}", width)
+    _say(result.coverage.sentence(), width)
     kinds = dict(result.quality.group_by("kind").len().iter_rows())
     if kinds.get("conflict"):
-        print(
+        _say(
             f"data quality: {kinds['conflict']} session point(s) not judged: replicates that "
-            "disagree far beyond their noise (--json: quality)"
+            "disagree far beyond their noise (--json: quality)",
+            width,
         )
     if kinds.get("outlier"):
-        print(
+        _say(
             f"data quality: {kinds['outlier']} outlier session(s): off their neighbours and "
-            "back at the next, not judged as changes (--json: quality)"
+            "back at the next, not judged as changes (--json: quality)",
+            width,
         )
-    if findings.height == 0:
-        print(
-            "nothing to compare: no series has two sessions (load more runs, or check --baseline)"
+    if counts.findings == 0:
+        _say(
+            "nothing to compare: no series has two sessions (load more runs, or check --baseline)",
+            width,
         )
         return
-    shown = (
-        findings
-        if args.all
-        else findings.filter(
-            pl.col("verdict").is_in(["regression", "improvement", "inconclusive"])
-            | ((pl.col("verdict") == "drift") & pl.col("is_liger"))
-        )
-    )
+    shown = analysis.listed(everything=args.all)
     print()
     if shown.height == 0:
         print("no findings: nothing moved beyond the noise and the threshold")
     else:
-        print(
-            f"{'verdict':12} {'kernel/pass':28} {'provider':13} {'gpu':21} {'metric':7} "
-            f"{'sessions':44} {'change':>7} {'±':>5} {'work':>5}  evidence"
-        )
-        for row in shown.head(args.limit).iter_rows(named=True):
-            print(
-                f"{row['verdict']:12} {(row['kernel'] + '/' + row['pass'])[:28]:28} "
-                f"{row['provider'][:13]:13} {row['gpu'][:21]:21} {row['metric'][:7]:7} "
-                f"{_versions(row)[:44]:44} {_pct(row['change']):>7} "
-                f"{_pct(row['change_se'], signed=False):>5} "
-                f"{row['workloads_affected']:>2}/{row['workloads_total']:<2}  {row['evidence']}"
-            )
-            for line in culprit_lines(row.get("culprits")):
-                print(f"{'':12} {line}")
+        _print_findings(shown, width, args.limit)
         if shown.height > args.limit:
-            print(f"... and {shown.height - args.limit} more (--limit N, --json)")
-    hidden = findings.height - shown.height
-    if hidden and not args.all:
-        print(f"({hidden} unchanged findings and baseline providers' drift not shown: --all)")
+            print(f"... and {shown.height - args.limit:,} more (--limit N, --json)")
+    unlisted = ", ".join(f"{n:,} {why}" for why, n in counts.unlisted.items() if n)
+    if unlisted and not args.all:
+        _say(f"({unlisted} findings not listed: --all lists them)", width)
     if args.steps:
-        _print_steps(result.steps, shown, args)
+        _print_steps(result.steps, shown, args, width)
+    _print_extras(analysis, args, width)
+
+
+def _print_extras(analysis: Analysis, args: argparse.Namespace, width: int | None) -> None:
+    """Change points and trade-offs, each line wrapped to the terminal."""
+    from kiana.commands.layout import wrap
+    from kiana.safe import terminal
+
     changepoints = analysis.changepoints
     if changepoints.height:
         print()
         print("change points (level shifts over several sessions):")
         for row in changepoints.head(args.limit).iter_rows(named=True):
-            print(
-                f"  {row['verdict']:12} {row['kernel']}/{row['pass']} {row['provider']} "
+            text = terminal(
+                f"{row['verdict']} {row['kernel']}/{row['pass']} {row['provider']} "
                 f"{row['gpu']} {row['workload']} {row['metric']}: {_pct(row['change'])} "
-                f"at {row['from_version']}->{row['to_version']} (p={row['p_value']:.1g})"
+                f"at {row['from_version']} → {row['to_version']} (p={row['p_value']:.1g})"
             )
+            for part in wrap(text, width=width, indent="    ", first="  "):
+                print(part)
     tradeoffs = analysis.tradeoffs
     if tradeoffs is not None and tradeoffs.height:
         print(f"\n{tradeoffs.height} trade-off(s): faster, but more memory at the same step")
         for row in tradeoffs.head(args.limit).iter_rows(named=True):
-            print(
-                f"  {row['kernel']}/{row['pass']} {row['provider']} on {row['gpu']} "
-                f"{row['from_version']}->{row['to_version']}: latency "
+            text = terminal(
+                f"{row['kernel']}/{row['pass']} {row['provider']} on {row['gpu']} "
+                f"{row['from_version']} → {row['to_version']}: latency "
                 f"{_pct(row['latency_change'])}, memory {_pct(row['memory_change'])}"
             )
+            for part in wrap(text, width=width, indent="    ", first="  "):
+                print(part)
 
 
 def culprit_lines(culprits: list[dict[str, object]] | None, top: int = 3) -> list[str]:
@@ -257,8 +323,12 @@ def culprit_lines(culprits: list[dict[str, object]] | None, top: int = 3) -> lis
     return lines
 
 
-def _print_steps(steps: pl.DataFrame, shown: pl.DataFrame, args: argparse.Namespace) -> None:
-    """The per-workload steps of the findings shown."""
+def _print_steps(
+    steps: pl.DataFrame, shown: pl.DataFrame, args: argparse.Namespace, width: int | None
+) -> None:
+    """The per-workload steps of the findings shown, each wrapped to the terminal."""
+    from kiana.commands.layout import wrap
+    from kiana.safe import terminal
     from kiana.vocabulary import FINDING_KEYS
 
     keys = list(FINDING_KEYS)
@@ -266,8 +336,10 @@ def _print_steps(steps: pl.DataFrame, shown: pl.DataFrame, args: argparse.Namesp
     print()
     print(f"steps behind these findings ({detail.height}):")
     for row in detail.head(args.limit * 8).iter_rows(named=True):
-        print(
-            f"  {row['verdict']:12} {row['kernel']}/{row['pass']} {row['provider']} "
+        text = terminal(
+            f"{row['verdict']} {row['kernel']}/{row['pass']} {row['provider']} "
             f"{row['gpu']} {row['workload']} {row['metric']} {_versions(row)}: "
             f"{_pct(row['change'])}; {row['evidence']}"
         )
+        for part in wrap(text, width=width, indent="    ", first="  "):
+            print(part)

@@ -12,6 +12,8 @@
 ``rejects``       one row per input that could not be loaded, with the JSON path and why.
 ``warnings``      data-quality notes on runs that were loaded (zero spread, ...).
 ``loads``         one row per ``kiana load``: when, what, and the counts.
+``repositories``  the Liger-Kernel checkouts ``kiana import liger --git`` read (absolute
+                  path, when): where culprits are looked up without ``--git``.
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ CREATE TABLE IF NOT EXISTS rejects (
     load_id INTEGER NOT NULL, source VARCHAR NOT NULL, json_path VARCHAR,
     reason VARCHAR NOT NULL, excerpt VARCHAR
 );
+CREATE TABLE IF NOT EXISTS repositories (path VARCHAR NOT NULL, imported_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS warnings (
     load_id INTEGER NOT NULL, run_id VARCHAR NOT NULL, source VARCHAR, json_path VARCHAR,
     kind VARCHAR NOT NULL, message VARCHAR NOT NULL

@@ -132,6 +132,15 @@ tr.empty td { color: var(--muted); font-style: italic; }
 .filters select, .filters input { font: inherit; padding: 2px 4px; }
 .filters .count { color: var(--muted); }
 .finding { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; margin: 12px 0; }
+/* an anchor (#f-3, #findings) lands below the sticky nav, not under it */
+.finding, section { scroll-margin-top: 52px; }
+.finding details { color: var(--muted); margin: 2px 0 6px; }
+ol.culprits { margin: 0; padding-left: 18px; }
+td ol.culprits { list-style: none; padding: 0; white-space: nowrap; max-width: 360px;
+  overflow: hidden; text-overflow: ellipsis; }
+td ol.culprits li { display: inline; }
+td ol.culprits li:first-child { display: inline-block; max-width: 300px; overflow: hidden;
+  text-overflow: ellipsis; vertical-align: bottom; }
 .finding .meta { color: var(--muted); margin-bottom: 6px; }
 .charts { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
 .chart { min-height: 60px; min-width: 300px; }
@@ -198,7 +207,8 @@ SCRIPT = r"""
       row.hidden = !ok; if (ok) shown++;
     });
     var count = document.querySelector('[data-count="' + tableId + '"]');
-    if (count) count.textContent = "showing " + shown + " of " + total;
+    if (count) count.textContent = "showing " + shown + " of " + total +
+      (count.getAttribute("data-of") || "");
   }
   var ids = {};
   document.querySelectorAll("[data-table],[data-search]").forEach(function (el) {
@@ -217,6 +227,7 @@ SCRIPT = r"""
     var block = document.querySelector('script[data-chart="' + target.id + '"]');
     if (!block || typeof vegaEmbed !== "function") return;
     vegaEmbed(target, JSON.parse(block.textContent), {actions: false, renderer: "svg"})
+      .then(function (result) { target.kianaView = result.view; })
       .catch(function (err) { target.textContent = "chart failed: " + err; console.error(err); });
   }
   var charts = document.querySelectorAll("div.chart[id]");

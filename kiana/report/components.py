@@ -230,10 +230,15 @@ def _plain(value: object) -> object:
 
 
 def filter_bar(
-    table_id: str, filters: Mapping[str, Sequence[str]], *, hide: Mapping[str, str] | None = None
+    table_id: str,
+    filters: Mapping[str, Sequence[str]],
+    *,
+    hide: Mapping[str, str] | None = None,
+    of: str = "",
 ) -> Html:
     """Drop-down filters (``data-<key>`` of the rows) and a text box for one table;
-    ``hide={"verdict": "unchanged"}`` preselects "all but unchanged" for that filter."""
+    ``hide={"verdict": "unchanged"}`` preselects "all but unchanged" for that filter;
+    ``of`` follows the "showing N of M" count (what the M rows are)."""
     tid = safe_id(table_id)
     parts = []
     for key, values in filters.items():
@@ -250,7 +255,7 @@ def filter_bar(
     parts.append(
         f'<label>search <input type="search" data-search="{tid}" placeholder="any text"></label>'
     )
-    parts.append(f'<span class="count" data-count="{tid}"></span>')
+    parts.append(f'<span class="count" data-count="{tid}" data-of="{esc(of)}"></span>')
     return Html(f'<div class="filters">{"".join(parts)}</div>')
 
 
@@ -277,8 +282,9 @@ def capped(frame: pl.DataFrame, limit: int, what: str) -> tuple[pl.DataFrame, Ht
     if frame.height <= limit:
         return frame, Html("")
     return frame.head(limit), note(
-        f"Showing the first {limit:,} of {frame.height:,} {what}; "
-        "the command line (kiana regressions) lists them all."
+        f"This table holds the first {limit:,} of {frame.height:,} {what}, most important "
+        f"first: kiana report --rows {limit} caps every table (--rows N for more); "
+        "kiana regressions --json lists them all."
     )
 
 

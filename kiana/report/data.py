@@ -65,7 +65,7 @@ class Gathered:
     memory_findings: pl.DataFrame
     tradeoffs: pl.DataFrame  # latency improvements paid for with a memory regression
     steps: pl.DataFrame
-    runs: pl.DataFrame  # runs of the partitions the charts show
+    runs: pl.DataFrame  # runs of the kernels, passes and GPUs the charts show
     charted: pl.DataFrame  # the findings that get charts
     speedups: pl.DataFrame  # speedup summary rows
     flips: pl.DataFrame  # speedup pairs below 1x
@@ -146,13 +146,19 @@ def gather(data: ReportData) -> Gathered:
     latency = ordered.filter(pl.col("metric") == "latency")
     memory = ordered.filter(pl.col("metric") != "latency")
     charted = ordered.filter(pl.col("verdict") != "unchanged").head(data.options.top)
-    partitions: list[str] = []
+    scopes: set[tuple[str, str, str]] = set()
     for row in charted.iter_rows(named=True):
         try:
-            partitions.append(str(frames.worst_step(steps, row)["partition_id"]))
+            frames.worst_step(steps, row)
         except KianaError:  # a finding without steps is shown in the table only
             continue
-    chart_runs = runs.filter(pl.col("partition_id").is_in(partitions))
+        scopes.add((str(row["kernel"]), str(row["pass"]), str(row["gpu"])))
+    # every workload of a charted kernel, pass and GPU: its sessions are found among them
+    wanted = pl.DataFrame(
+        sorted(scopes), schema={"kernel": pl.String, "pass": pl.String, "gpu": pl.String},
+        orient="row",
+    )  # fmt: skip
+    chart_runs = runs.join(wanted, on=["kernel", "pass", "gpu"], how="semi")
     passed = runs.filter(pl.col("status") == "passed")
     counts = {
         "documents read": data.quality.documents_read,
@@ -167,6 +173,7 @@ def gather(data: ReportData) -> Gathered:
         "not passed": runs.height - passed.height,
         "steps": steps.height,
         "findings": ordered.height,
+        "folded": data.judgement.findings.height - ordered.height,
         **verdict_counts(ordered),
     }
     pairs = frames.speedup_frame(runs)

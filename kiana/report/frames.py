@@ -9,13 +9,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import polars as pl
 
 from kiana.errors import UsageError
 from kiana.report.components import visible
+from kiana.stats.sessions import SESSION_GAP
 from kiana.stats.versions import version_table
 from kiana.vocabulary import FINDING_KEYS, liger_expr
 
@@ -24,9 +25,12 @@ __all__ = [
     "display_unit",
     "natural_order",
     "overview_frame",
+    "point_order",
     "series_frame",
     "speedup_frame",
     "speedup_summary",
+    "step_of",
+    "step_points",
     "sweep_frame",
     "version_order",
     "visible",
@@ -48,10 +52,24 @@ def _passed(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
 
 
 def series_frame(
-    runs: pl.DataFrame, *, partition_id: str | None = None, metric: str = "latency"
+    runs: pl.DataFrame,
+    *,
+    partition_id: str | None = None,
+    metric: str = "latency",
+    gap: timedelta = SESSION_GAP,
 ) -> pl.DataFrame:
-    """Per provider and version of one partition: median of the run medians, p20, p80,
-    the number of runs, ``version_rank`` and ``role`` (``Liger`` | ``baseline``)."""
+    """Per provider and *session* of one partition (sessions as the statistics find
+    them, :func:`kiana.stats.series.judgeable`, with the same ``gap``): median of the
+    run medians, p20, p80, the number of runs, ``liger_version``, ``session`` (id),
+    ``version_rank``, ``point`` (the x position: session id, a space, the version;
+    :func:`point_order` sorts them) and ``role`` (``Liger`` | ``baseline``).  Two
+    sessions under one label are two points.
+
+    Sessions are found among the runs of the partition's kernel, pass and GPU (every
+    workload of the sweep), exactly as the judgement finds them: pass every run, not
+    one partition's."""
+    from kiana.stats.series import judgeable
+
     data = _passed(runs, metric)
     if partition_id is None:
         ids = data["partition_id"].unique().to_list()
@@ -60,29 +78,85 @@ def series_frame(
                 f"these runs span {len(ids)} partitions; a series chart shows one",
                 hint="pass partition_id=... (see runs['partition_id'].unique())",
             )
+        partition_id = str(ids[0]) if ids else None
+    mine = data.filter(pl.col("partition_id") == partition_id)
+    if mine.height:
+        scope = mine.select("kernel", "pass", "gpu").row(0, named=True)
+        data = data.filter(*(pl.col(k) == v for k, v in scope.items()))
     else:
-        data = data.filter(pl.col("partition_id") == partition_id)
-    ranks = version_table(data).select("liger_version", "version_rank")
+        data = mine
+    sessions = judgeable(data, gap).filter(pl.col("partition_id") == partition_id)
+    ranks = version_table(sessions).select("liger_version", "version_rank")
     return (
-        data.group_by("provider", "liger_version")
+        sessions.group_by("provider", "liger_version", "session", "origin")
         .agg(
             pl.col("median").median().alias("median"),
             pl.col("p20").median().alias("p20"),
             pl.col("p80").median().alias("p80"),
             pl.len().alias("runs"),
+            pl.col("session_start").min().alias("session_start"),
         )
         .join(ranks, on="liger_version", how="left")
         .with_columns(
-            pl.when(liger_expr()).then(pl.lit("Liger")).otherwise(pl.lit("baseline")).alias("role")
+            pl.concat_str([pl.col("session"), pl.lit(" "), pl.col("liger_version")]).alias("point"),
+            pl.when(liger_expr()).then(pl.lit("Liger")).otherwise(pl.lit("baseline")).alias("role"),
         )
-        .sort("provider", "version_rank")
+        .drop("origin")
+        .sort("provider", "version_rank", "session_start", "point")
     )
+
+
+def point_order(frame: pl.DataFrame) -> list[str]:
+    """The ``point`` values of a :func:`series_frame` in (version, session time) order:
+    the x axis of a series chart."""
+    ordered = (
+        frame.group_by("point")
+        .agg(pl.col("version_rank").min(), pl.col("session_start").min())
+        .sort("version_rank", "session_start", "point", nulls_last=True)
+    )
+    return [str(v) for v in ordered["point"].to_list()]
 
 
 def version_order(frame: pl.DataFrame) -> list[str]:
     """The versions of a frame with ``liger_version`` and ``version_rank``, in order."""
     ordered = frame.select("liger_version", "version_rank").unique().sort("version_rank")
     return [str(v) for v in ordered["liger_version"].to_list()]
+
+
+def step_of(finding: Mapping[str, Any]) -> tuple[str, str]:
+    """The two sessions a finding joins (its versions, for a finding without sessions):
+    the ``step`` of a series chart."""
+    if finding.get("from_session") and finding.get("to_session"):
+        return str(finding["from_session"]), str(finding["to_session"])
+    return str(finding["from_version"]), str(finding["to_version"])
+
+
+def step_points(order: list[str], step: tuple[str, str]) -> tuple[str, str] | None:
+    """The two points of ``order`` (:func:`point_order`) a step joins.  Each side is a
+    session id (a finding's ``from_session`` and ``to_session``) or a version label: then
+    the latest point of the first side that has a point of the second after it, and the
+    first such point (``("0.8.0", "0.8.0")``: the last two sessions of 0.8.0).  None when
+    a side matches no point.
+
+    >>> order = ["2025-01-01T00:00:00Z 0.5.0", "2025-02-01T00:00:00Z 0.5.0",
+    ...          "2025-03-01T00:00:00Z 0.6.0"]
+    >>> step_points(order, ("0.5.0", "0.6.0"))[0][:10]
+    '2025-02-01'
+    >>> step_points(order, ("2025-01-01T00:00:00Z", "2025-02-01T00:00:00Z"))[1][:10]
+    '2025-02-01'
+    """
+    keys = [point.split(" ", 1) for point in order]
+
+    def positions(value: str) -> list[int]:
+        exact = [i for i, (session, _) in enumerate(keys) if session == value]
+        return exact or [i for i, (_, version) in enumerate(keys) if version == value]
+
+    froms, tos = positions(step[0]), positions(step[1])
+    for start in reversed(froms):
+        later = [i for i in tos if i > start]
+        if later:
+            return order[start], order[later[0]]
+    return None
 
 
 def display_unit(metric: str, largest: Any) -> tuple[str, float]:
@@ -200,15 +274,15 @@ def speedup_summary(pairs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def overview_frame(frame: pl.DataFrame, *, value: str = "median_change") -> pl.DataFrame:
+def overview_frame(frame: pl.DataFrame, *, value: str = "change") -> pl.DataFrame:
     """Per kernel, pass, provider and GPU, the row of ``frame`` (findings or steps) whose
     ``value`` moved most; with a ``row`` label and a ``+12%`` cell label."""
-    if value not in frame.columns:
-        value = "change" if "change" in frame.columns else value
+    if value not in frame.columns:  # a frame made before findings carried their change
+        value = next((c for c in ("change", "median_change") if c in frame.columns), value)
     if value not in frame.columns:
         raise UsageError(
             f"this frame has no {value!r} column",
-            hint="pass judge(...).findings (median_change) or .steps (change)",
+            hint="pass findings or steps (both have change: the finding's or step's estimate)",
         )
     keys = ["kernel", "pass", "provider", "gpu"]
     data = (

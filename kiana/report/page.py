@@ -22,7 +22,6 @@ from kiana.report.components import (
     change_cell,
     esc,
     filter_bar,
-    fmt_change,
     fmt_number,
     fmt_ratio,
     join,
@@ -37,7 +36,8 @@ from kiana.report.components import (
 )
 from kiana.report.culprits import culprits_html
 from kiana.report.data import Gathered, ReportData, gather
-from kiana.report.text import coverage_line, coverage_text, headline, step_label
+from kiana.report.text import coverage_line, coverage_text, headline, plain_sentence, step_label
+from kiana.stats import JudgeOptions
 from kiana.vocabulary import VERDICTS
 
 SECTIONS = (
@@ -112,7 +112,7 @@ def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, lim
     if "culprits_command" in shown.columns:  # kiana.culprits.annotate: one more column
         columns = (*columns, Column("culprits"))
         rows = [
-            [*cells, culprits_html(r, top=3)]
+            [*cells, culprits_html(r, top=1)]
             for cells, r in zip(rows, shown.iter_rows(named=True), strict=True)
         ]
     body = table(columns, rows, id=table_id, sortable=True, empty="no findings")
@@ -125,7 +125,13 @@ def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, lim
             ("gpu", "gpu"),
         )
     }
-    bar = filter_bar(table_id, options, hide={"verdict": "unchanged"})
+    what = "memory findings" if table_id == "memory-table" else "latency findings"
+    of = (
+        f" rows of this table (the first {limit:,} of {frame.height:,} {what})"
+        if frame.height > limit
+        else f" {what}"
+    )
+    bar = filter_bar(table_id, options, hide={"verdict": "unchanged"}, of=of)
     return Html(f'{bar}<div class="scroll">{body}</div>{cap}')
 
 
@@ -163,7 +169,7 @@ def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
     )
 
 
-def chart_cards(g: Gathered, threshold: float | None) -> Html:
+def chart_cards(g: Gathered, options: JudgeOptions) -> Html:
     if g.charted.height == 0:
         return note("No finding other than 'unchanged': nothing to chart.")
     cards: list[str] = []
@@ -175,12 +181,13 @@ def chart_cards(g: Gathered, threshold: float | None) -> Html:
                 g.runs,
                 partition_id=worst["partition_id"],
                 metric=str(r["metric"]),
-                step=(str(r["from_version"]), str(r["to_version"])),
+                step=frames.step_of(r),
                 provider=str(r["provider"]),
                 title=f"{r['provider']} and its baselines, {worst['workload']}",
+                gap=options.session_gap,
             )
             right = charts.sweep_spec(
-                g.steps, r, threshold=threshold, title="change across the workload sweep"
+                g.steps, r, threshold=options.threshold, title="change across the workload sweep"
             )
         except KianaError as exc:  # a finding the charts cannot draw still gets its card
             body = note(f"no chart: {exc.message}")
@@ -198,19 +205,16 @@ def chart_cards(g: Gathered, threshold: float | None) -> Html:
         title = (
             f"#{rank} {r['kernel']} · {r['pass']} · {r['provider']} on {r['gpu']}: {step_label(r)}"
         )
-        meta = (
-            f"change {fmt_change(number(r.get('change', r['median_change'])))}, worst "
-            f"{fmt_change(number(r['worst_change']))}, {r['workloads_affected']} of "
-            f"{r['workloads_total']} workloads with this verdict on their own; control: "
-            f"{r['control_provider'] or 'none'}"
-            + (f". {r['evidence']}" if r.get("evidence") else "")
-        )
         blamed = culprits_html(r)
         if blamed:
             body = Html(f'<div class="meta">Commits to read first: {blamed}</div>') + body
+        stats = (
+            f"<details><summary>statistics</summary><p>{esc(r.get('evidence') or '')}</p></details>"
+        )
+        body = Html(f'<div class="meta">{esc(plain_sentence(r))}</div>{stats}') + body
         cards.append(
             f'<div class="finding" id="f-{rank}"><h3>{badge(r["verdict"])} {esc(title)}</h3>'
-            f'<div class="meta">{esc(meta)}</div>{body}</div>'
+            f"{body}</div>"
         )
     return Html("".join(cards))
 
@@ -233,7 +237,10 @@ def speedup_section(g: Gathered, limit: int) -> Html:
         f'<div class="chart-filter" id="speedup-filter"></div>'
         f'<div class="chart-scroll">{_chart("c-speedup", spec)}</div>'
     ) + note(
-        f"All {labels:,} rows (kernel · pass · Liger provider vs baseline) by name; scroll inside "
+        f"Each cell: the geometric mean over the workload sweep of baseline median / Liger "
+        f"median on that GPU (above 1× Liger is faster; red below 1×); '1.17× (1 <1×)' means "
+        f"1.17× on average with 1 workload where Liger is slower (those are listed below). "
+        f"Empty cells: that GPU did not run that pair. {labels:,} rows by name; scroll inside "
         "the map" + (", or pick one kernel." if g.speedups["kernel"].n_unique() > 1 else ".")
     )
     flips, cap = capped(g.flips, limit, "workloads below 1x")
@@ -266,8 +273,11 @@ def render(data: ReportData) -> str:
          "One row per kernel, timed pass, provider, GPU and pair of sessions, judged on its "
          "whole workload sweep; change is the finding's estimate (pooled over the workloads, "
          "control-adjusted for Liger; + = slower), ± its standard error. "
+         "Unchanged findings are hidden by the verdict filter (pick 'all' to show them); "
+         "memory findings are under Memory; a baseline's drift that a Liger finding explains "
+         f"is folded into it ({g.counts['folded']:,} here). "
          "Click a column to sort; pick values to filter."),
-        ("charts", lambda: chart_cards(g, data.judge_options.threshold),
+        ("charts", lambda: chart_cards(g, data.judge_options),
          f"Charts for the {g.charted.height} most important findings (not 'unchanged')."),
         ("speedup", lambda: speedup_section(g, rows),
          "Baseline median / Liger median at the newest version measured in each partition, "

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from kiana.report.data import ReportData, coverage, own_findings, verdict_counts, versions_frame
+import polars as pl
+
+from kiana.report.data import ReportData, coverage, own_findings, versions_frame
 from kiana.vocabulary import VERDICTS
 
 
@@ -18,16 +21,21 @@ def _n(count: int, word: str) -> str:
 
 def headline(data: ReportData) -> str:
     """One line: the findings by verdict (unchanged aside), among how many, on what."""
-    own = own_findings(data.judgement.findings)
-    counts = verdict_counts(own)
+    from kiana.pipeline import count_findings
+
+    found = data.judgement.findings
+    own = own_findings(found)
+    counts = count_findings(found).verdicts
     parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
              for v in VERDICTS if v != "unchanged" and counts[v]]  # fmt: skip
-    found = ", ".join(parts) if parts else "no regressions"
+    moved = ", ".join(parts) if parts else "no regressions"
     runs = data.runs
     versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
     span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
+    memory = own.filter(pl.col("metric") == "memory").height if own.height else 0
+    split = f" ({own.height - memory:,} latency, {memory:,} memory)" if memory else ""
     return (
-        f"{found} among {_n(own.height, 'finding')}: "
+        f"{moved} among {_n(own.height, 'finding')}{split}: "
         f"{_n(runs['kernel'].n_unique(), 'kernel')} on {_n(runs['gpu'].n_unique(), 'GPU')}, "
         f"{span} ({_n(len(versions), 'version')}, {_n(runs.height, 'run')})."
     )
@@ -87,3 +95,93 @@ def step_label(row: Mapping[str, Any]) -> str:
         return f"{version} ({day})" if day else str(version)
 
     return f"{side('from')} → {side('to')}"
+
+
+#: The columns of :func:`finding_table`, in order.
+TABLE_COLUMNS: tuple[str, ...] = (
+    "verdict", "kernel", "pass", "provider", "gpu", "metric", "step", "change", "±",
+    "worst", "workloads", "control", "culprit", "evidence",
+)  # fmt: skip
+
+
+def percent(value: object, *, signed: bool = True) -> str:
+    """``0.154`` -> ``+15.4%`` (``15.4%`` unsigned); ``–`` for no number."""
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return "–"
+    return f"{value * 100:+.1f}%" if signed else f"{value * 100:.1f}%"
+
+
+def control_text(row: Mapping[str, Any]) -> str:
+    """``huggingface -0.3%``: the same-session control and its change; ``none``."""
+    provider = row.get("control_provider")
+    if not provider:
+        return "none"
+    change = row.get("control_change")
+    return f"{provider} {percent(change)}" if change is not None else str(provider)
+
+
+def workloads_text(row: Mapping[str, Any]) -> str:
+    """``3/4``: the workloads that reached the verdict on their own, of the sweep."""
+    return f"{row.get('workloads_affected') or 0}/{row.get('workloads_total') or 0}"
+
+
+def first_culprit(row: Mapping[str, Any]) -> str:
+    """``1a2b3c4d5e subject (+2)``: the first culprit and how many more; empty without."""
+    culprits = row.get("culprits")
+    if not culprits:
+        return ""
+    first = culprits[0]
+    more = f" (+{len(culprits) - 1})" if len(culprits) > 1 else ""
+    return f"{str(first.get('commit'))[:10]} {first.get('subject')}{more}"
+
+
+def finding_table(findings: pl.DataFrame) -> pl.DataFrame:
+    """Findings for people (a polars frame of :data:`TABLE_COLUMNS`, all strings): the
+    step with its sessions' dates, the change, its standard error, the worst workload's
+    change and the control's as percentages; the same text the CLI prints and the
+    report shows."""
+    rows = [
+        {
+            "verdict": r["verdict"], "kernel": r["kernel"], "pass": r["pass"],
+            "provider": r["provider"], "gpu": r["gpu"], "metric": r["metric"],
+            "step": step_label(r), "change": percent(r.get("change")),
+            "±": percent(r.get("change_se"), signed=False),
+            "worst": percent(r.get("worst_change")), "workloads": workloads_text(r),
+            "control": control_text(r), "culprit": first_culprit(r),
+            "evidence": r.get("evidence") or "",
+        }
+        for r in findings.iter_rows(named=True)
+    ]  # fmt: skip
+    return pl.DataFrame(rows, schema=dict.fromkeys(TABLE_COLUMNS, pl.String))
+
+
+_MOVED = {"regression": "slower", "improvement": "faster"}
+
+
+def plain_sentence(row: Mapping[str, Any]) -> str:
+    """A finding in plain words, the same numbers as :func:`finding_table`:
+    ``liger got 15.4% slower (± 1.0%) over its 4 workloads, 4 of them on their own; worst
+    +16.2%; the same-session control huggingface moved -0.3%.``"""
+    change, verdict = row.get("change"), str(row.get("verdict"))
+    size = percent(abs(change), signed=False) if isinstance(change, int | float) else "–"
+    se = percent(row.get("change_se"), signed=False)
+    total = row.get("workloads_total") or 0
+    if verdict in _MOVED:
+        what = f"{row['provider']} got {size} {_MOVED[verdict]} (± {se})"
+    elif verdict == "drift":
+        what = f"the machine moved, not {row['provider']}: {percent(change)} (± {se})"
+    elif verdict == "inconclusive":
+        what = f"{row['provider']} moved {percent(change)} (± {se}), too little known to decide"
+        if row.get("reruns"):
+            what += f"; {row['reruns']} runs per session would decide it"
+    else:
+        what = f"{row['provider']} did not move beyond the noise: {percent(change)} (± {se})"
+    control = (
+        f"the same-session control {row['control_provider']} moved {percent(row.get('control_change'))}"
+        if row.get("control_provider")
+        else "no same-session control"
+    )
+    return (
+        f"{what} over its {total} workloads, {row.get('workloads_affected') or 0} of them on "
+        f"their own; worst {percent(row.get('worst_change'))}; {control}."
+    )

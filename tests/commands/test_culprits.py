@@ -48,6 +48,7 @@ def test_json_lists_every_culprit_or_the_git_log_hint(
     assert liger["culprits"][0]["pr"] == 4
     step = next(s for s in found["steps"] if s["provider"] == "liger")
     assert step["culprits"][0]["commit"] == shas["pr"]
+    repo.path.rename(repo.path.with_name("moved"))  # else the imported checkout is used
     assert main(["regressions", "--db", str(db), "--json"]) == 0
     hinted = json.loads(capsys.readouterr().out)
     liger = next(f for f in hinted["findings"] if f["provider"] == "liger")
@@ -98,5 +99,6 @@ def test_report_links_each_pull_request_and_escapes_subjects(tmp_path: Path) -> 
     )
     assert "<img src=x" not in page
     plain = tmp_path / "plain.html"
+    repo.path.rename(repo.path.with_name("moved"))  # else the imported checkout is used
     assert main(["report", "--db", str(db), "-o", str(plain), "-q"]) == 0
     assert "<details><summary>git log</summary><code>git log --first-parent" in plain.read_text()

@@ -170,12 +170,17 @@ def test_notebook_chart_output_draws_offline(browser: Any, tmp_path: Path) -> No
     import kiana.charts
     from tests.report_fixtures import sample_runs
 
-    html = kiana.charts.render_offline(kiana.charts.to_spec(kiana.charts.speedup(sample_runs())))
+    spec = kiana.charts.to_spec(kiana.charts.speedup(sample_runs()))
+    html = "".join(kiana.charts.render_html(spec)["text/html"] for _ in range(3))
     out = tmp_path / "output.html"
-    out.write_text(f"<!DOCTYPE html><html><body>{html['text/html']}</body></html>")
+    # three chart outputs on one page: the bundle is defined once, nothing declared twice
+    out.write_text(f"<!DOCTYPE html><html><body>{html}</body></html>")
     page, watch = _open(browser, out)
-    page.wait_for_selector("div[id^=kiana-chart-] svg", timeout=15_000)
-    assert _rendered_svgs_in(page, "div[id^=kiana-chart-] svg") == 1
+    page.wait_for_function(
+        "() => document.querySelectorAll('div[id^=kiana-chart-] svg.marks').length === 3",
+        timeout=15_000,
+    )
+    assert _rendered_svgs_in(page, "div[id^=kiana-chart-] svg.marks") == 3
     assert watch.requests == [] and watch.errors == []
     page.close()
 

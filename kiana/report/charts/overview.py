@@ -13,8 +13,8 @@ from kiana.report.charts.heatmap import heat_map
 from kiana.report.charts.spec import channel
 
 
-def overview_spec(frame: pl.DataFrame, *, value: str = "median_change") -> dict[str, Any]:
-    """The heat map of findings (``median_change``) or steps (``change``) as Vega-Lite
+def overview_spec(frame: pl.DataFrame, *, value: str = "change") -> dict[str, Any]:
+    """The heat map of findings or steps (``change``: control-adjusted, as the verdict) as Vega-Lite
     JSON."""
     data = frames.overview_frame(frame, value=value)
     tooltip = [

@@ -1,10 +1,15 @@
-"""The series chart: one partition across Liger versions, every provider's median as a
-line with its p20–p80 band; Liger providers thick and solid, same-run baselines thin
-and dashed, each provider in its own colour in every chart (:mod:`.colors`); the
-legend shows each provider's line; the flagged step shaded."""
+"""The series chart: one partition across its benchmark sessions, every provider's median
+as a line with its p20–p80 band; Liger providers thick and solid, same-run baselines
+thin and dashed, each provider in its own colour in every chart (:mod:`.colors`); the
+legend shows each provider's line; the flagged step shaded.
+
+The x axis is the sessions (:func:`kiana.report.frames.series_frame`), in (version,
+time) order, labelled with their Liger version: two sessions under one label (a
+re-benchmark of a development tree) are two points, the tooltip dates each."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, NamedTuple
 
 import polars as pl
@@ -13,30 +18,53 @@ from kiana.errors import UsageError
 from kiana.report import frames
 from kiana.report.charts.colors import provider_colors, provider_dashes
 from kiana.report.charts.spec import LIGER, channel, condition, layered, titled
+from kiana.stats.sessions import SESSION_GAP
+
+#: The axis label of a point (``<session> <version>``): its version.
+_VERSION_LABEL = "slice(datum.label, indexof(datum.label, ' ') + 1)"
 
 
 class SeriesData(NamedTuple):
     values: list[dict[str, Any]]
-    order: list[str]  # the versions, oldest first
+    order: list[str]  # the points (sessions), oldest first
     providers: list[str]  # ``provider`` first
     unit: str
 
 
 def series_data(
-    runs: pl.DataFrame, partition_id: str | None, metric: str, provider: str | None
+    runs: pl.DataFrame,
+    partition_id: str | None,
+    metric: str,
+    provider: str | None,
+    gap: timedelta = SESSION_GAP,
 ) -> SeriesData:
-    """The chart's rows (values scaled to a readable unit), versions and providers."""
-    data = frames.series_frame(runs, partition_id=partition_id, metric=metric)
+    """The chart's rows (values scaled to a readable unit), points and providers."""
+    data = frames.series_frame(runs, partition_id=partition_id, metric=metric, gap=gap)
     if data.height == 0:
         raise UsageError(
             f"no passed {metric} runs for partition {partition_id!r}",
             hint="pick a partition_id from the runs frame (runs['partition_id'].unique())",
         )
-    order = frames.version_order(data)
+    order = frames.point_order(data)
     unit, scale = frames.display_unit(metric, data["median"].max())
-    data = data.with_columns((pl.col(c) / scale) for c in ("median", "p20", "p80"))
+    data = data.with_columns((pl.col(c) / scale) for c in ("median", "p20", "p80")).drop(
+        "session_start", "version_rank"
+    )
     providers = sorted(data["provider"].unique().to_list(), key=lambda p: (p != provider, p))
     return SeriesData(frames.chart_values(data), order, providers, unit)
+
+
+def _tooltip(unit: str) -> list[dict[str, Any]]:
+    """A point's tooltip: provider, version, the session's first run, the numbers."""
+    return [
+        channel("provider", "nominal"),
+        channel("liger_version", "nominal", title="version"),
+        channel("session", "nominal", title="session (first run, UTC)"),
+        channel("median", "quantitative", format=",.4g", title=f"median ({unit})"),
+        channel("p20", "quantitative", format=",.4g"),
+        channel("p80", "quantitative", format=",.4g"),
+        channel("runs", "quantitative"),
+    ]
 
 
 def _if_liger(then: Any, otherwise: Any) -> dict[str, Any]:
@@ -51,13 +79,16 @@ def series_spec(
     step: tuple[str, str] | None = None,
     provider: str | None = None,
     title: str | None = None,
+    gap: timedelta = SESSION_GAP,
 ) -> dict[str, Any]:
-    """One partition across Liger versions (see the module docstring) as Vega-Lite JSON.
-    ``step=(from, to)`` shades the flagged step; ``provider`` is drawn first."""
-    values, order, providers, unit = series_data(runs, partition_id, metric, provider)
+    """One partition across its sessions (see the module docstring) as Vega-Lite JSON.
+    ``step=(from, to)`` shades the flagged step: session ids (a finding's
+    ``from_session``, ``to_session``) or versions (:func:`kiana.report.frames.step_points`);
+    ``provider`` is drawn first; ``gap`` is the judgement's session gap."""
+    values, order, providers, unit = series_data(runs, partition_id, metric, provider, gap)
     x = channel(
-        "liger_version", "ordinal", axis={"labelAngle": -40}, scale={"domain": order},
-        title="Liger version",
+        "point", "ordinal", axis={"labelAngle": -40, "labelExpr": _VERSION_LABEL},
+        scale={"domain": order}, title="Liger version (one point per session)",
     )  # fmt: skip
     colors = provider_colors(providers)
     palette = {"domain": providers, "range": colors}
@@ -79,14 +110,7 @@ def series_spec(
             "y2": {"field": "p80"},
         },
     }
-    tooltip = [
-        channel("provider", "nominal"),
-        channel("liger_version", "nominal", title="version"),
-        channel("median", "quantitative", format=",.4g", title=f"median ({unit})"),
-        channel("p20", "quantitative", format=",.4g"),
-        channel("p80", "quantitative", format=",.4g"),
-        channel("runs", "quantitative"),
-    ]
+    tooltip = _tooltip(unit)
     y = channel("median", "quantitative", scale={"zero": False}, title=f"median {metric} ({unit})")
     line = {
         "data": data,
@@ -101,8 +125,9 @@ def series_spec(
         },
     }
     layers: list[dict[str, Any]] = []
-    if step is not None and step[0] in order and step[1] in order:
-        marked = {"values": [{"from": step[0], "to": step[1]}]}
+    points = frames.step_points(order, step) if step is not None else None
+    if points is not None:
+        marked = {"values": [{"from": points[0], "to": points[1]}]}
         layers.append({
             "data": marked,
             "mark": {"type": "rect", "color": "#cf222e", "opacity": 0.1},

@@ -43,7 +43,13 @@ def sweep_spec(
 ) -> dict[str, Any]:
     """One finding across its sweep (see the module docstring) as Vega-Lite JSON."""
     values, order = sweep_data(steps, finding)
-    x = channel("workload", "nominal", axis={"labelAngle": -40}, sort=order, title="workload")
+    x = channel(
+        "workload",
+        "nominal",
+        axis={"labelAngle": -40, "labelLimit": 0},
+        sort=order,
+        title="workload",
+    )
     tooltip = [
         channel("workload", "nominal"),
         channel("change", "quantitative", format="+.1%"),

@@ -1,0 +1,56 @@
+"""A report a maintainer can scan: plain words first and the statistics one click away,
+one culprit per table row with "+N", anchors clear of the sticky nav, whole workload
+labels, and every cap named with the option that sets it."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from kiana.report import assets, components, page
+from kiana.report.charts import sweep_spec
+from kiana.report.culprits import culprits_html
+from kiana.report.text import plain_sentence
+from tests.report_fixtures import sample_findings, sample_steps
+
+ROW = {
+    "verdict": "regression", "provider": "liger", "change": 0.154, "change_se": 0.01,
+    "workloads_total": 4, "workloads_affected": 4, "worst_change": 0.162,
+    "control_provider": "huggingface", "control_change": -0.003,
+}  # fmt: skip
+
+
+def test_the_plain_sentence_carries_the_tables_numbers() -> None:
+    text = plain_sentence(ROW)
+    assert text == (
+        "liger got 15.4% slower (± 1.0%) over its 4 workloads, 4 of them on their own; "
+        "worst +16.2%; the same-session control huggingface moved -0.3%."
+    )
+    assert "no same-session control" in plain_sentence({**ROW, "control_provider": None})
+
+
+def test_a_table_row_shows_one_culprit_and_how_many_more() -> None:
+    culprits = [{"commit": f"{i:040x}", "subject": f"change {i}", "pr": i} for i in range(5)]
+    cell = str(culprits_html({"culprits": culprits}, top=1))
+    assert cell.count("<li") == 2 and "+4 more" in cell
+
+
+def test_anchors_clear_the_sticky_nav() -> None:
+    assert "scroll-margin-top" in assets.STYLE and "position: sticky" in assets.STYLE
+
+
+def test_workload_labels_are_never_cut() -> None:
+    spec = sweep_spec(sample_steps(), sample_findings().row(0, named=True))
+    assert spec["layer"][0]["encoding"]["x"]["axis"]["labelLimit"] == 0
+
+
+def test_a_capped_table_names_the_cap_and_the_option() -> None:
+    frame = pl.DataFrame({"x": list(range(30))})
+    shown, cap = components.capped(frame, 10, "findings")
+    assert shown.height == 10
+    assert "first 10 of 30 findings" in str(cap) and "--rows" in str(cap)
+
+
+def test_the_findings_counter_says_what_it_counts() -> None:
+    findings = sample_findings().with_row_index("rank", offset=1)
+    html = str(page.findings_table(findings, set(), table_id="findings-table", limit=1))
+    assert 'data-of=" rows of this table (the first 1 of 2 latency findings)"' in html
