@@ -46,7 +46,7 @@ from kiana.importers.git import PATHSPEC
 from kiana.importers.gitread import shallow_warning
 from kiana.importers.liger import convert_rows
 from kiana.importers.rows import LigerRowError, Row, Skipped, row_spec
-from kiana.pipeline import Analysis
+from kiana.pipeline import Analysis, Selection
 from kiana.safe import excerpt, terminal
 from kiana.stats import Judgement, JudgeOptions
 
@@ -164,6 +164,17 @@ def _doc_origin(doc: dict[str, Any]) -> str:
     return f"{commit}:{csv}" if commit else str(csv)
 
 
+class _HeadSelection(Selection):
+    """The findings of head sessions.  An empty judgement's ``to_origin`` column may not
+    be a string column (a history with zero findings crashed ``is_in``): it is cast
+    first.  (The cast belongs in :meth:`Selection.apply`; kept here until it is.)"""
+
+    def apply(self, frame: pl.DataFrame) -> pl.DataFrame:
+        if "to_origin" in frame.columns and frame.schema["to_origin"] != pl.String:
+            frame = frame.with_columns(pl.col("to_origin").cast(pl.String))
+        return super().apply(frame)
+
+
 def _analyze(
     past: list[Row | Skipped],
     fresh: list[Row],
@@ -175,7 +186,7 @@ def _analyze(
     loader's rejects of the head's load are head rows) and run
     :func:`kiana.pipeline.analyze`, selecting the findings of head sessions."""
     import kiana.load
-    from kiana.pipeline import Selection, analyze
+    from kiana.pipeline import analyze
 
     origins = {_origin(r) for r in fresh}
     result = convert_rows([*past, *fresh], sources=[str(repo)])
@@ -199,7 +210,11 @@ def _analyze(
                 Rejected(_doc_origin(docs[True][index]), None, f"{path}: {reason}", provider)
             )
         analysis = analyze(
-            con, options, git=repo, finder=finder, selection=Selection(to_origin=tuple(origins))
+            con,
+            options,
+            git=repo,
+            finder=finder,
+            selection=_HeadSelection(to_origin=tuple(origins)),
         )
     finally:
         con.close()
