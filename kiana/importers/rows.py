@@ -225,7 +225,7 @@ def _decimal(row: Row, column: str) -> Decimal:
         raise LigerRowError(row.source, row.line, column, f"negative value: {excerpt(text)}")
     if value > MAX_VALUE:
         raise LigerRowError(
-            row.source, row.line, column, f"out of range (above {MAX_VALUE}): {excerpt(text)}"
+            row.source, row.line, column, f"out of range (above 1e9): {excerpt(text)}"
         )
     return value
 
