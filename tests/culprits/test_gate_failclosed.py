@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kiana.culprits.gate import EXIT_CODES, MAX_ROWS, gate as run_gate
+from kiana.culprits.gate import EXIT_CODES, MAX_ROWS
+from kiana.culprits.gate import gate as run_gate
 from tests.culprits.hostile import FEB, JAN, LigerRepo, base_repo, gate, pr_rows, rows, slower
 from tests.culprits.test_culprits import CSV, csv_text
 
