@@ -209,6 +209,8 @@ class Finder:
     ) -> str:
         files = self.files(kernel, end)
         mode = "--first-parent" if self.first_parent else "--no-merges"
+        if start and start == end:  # the work tree on its base: its uncommitted changes
+            return shlex.join(["git", "diff", start[:12], "--", *files.pathspecs()])
         if start and end:
             where = [f"{start[:12]}..{end[:12]}"]
         else:
