@@ -113,7 +113,7 @@ def describe_header(header: Sequence[str]) -> str:
 
     >>> describe_header(["a", "b"])
     'found: a, b'
-    >>> describe_header(["GH_TOKEN=ghp_0123456789abcdef\x00HOME=/root"])
+    >>> describe_header(["GH_TOKEN=ghp_0123456789abcdef\\x00HOME=/root"])
     'found 1 column(s); none shown: not column names'
     """
     if not header:
