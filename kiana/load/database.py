@@ -186,7 +186,8 @@ def _holds_data(con: duckdb.DuckDBPyConnection) -> bool:
     tables = {
         str(name)
         for (name,) in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'doomed'"
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_catalog = 'doomed' AND table_type = 'BASE TABLE'"
         ).fetchall()
     }
     if tables - {"kiana_meta", "loads", "runs", "run_details", "protocols", "environments",
