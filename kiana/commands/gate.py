@@ -47,7 +47,7 @@ example (a pull request's checkout, benchmarks re-run into benchmark/data/*.csv)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from kiana.culprits.gate import MAX_ROWS, TIMEOUT_SECONDS
+    from kiana.culprits.exits import MAX_ROWS, TIMEOUT_SECONDS
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG

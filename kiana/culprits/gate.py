@@ -37,6 +37,18 @@ import polars as pl
 
 from kiana.culprits import accounting, history
 from kiana.culprits.accounting import Accounting, Rejected
+from kiana.culprits.exits import (
+    EXIT_CODES,
+    EXIT_CRASH,
+    EXIT_PASSED,
+    EXIT_REGRESSED,
+    EXIT_ROWS,
+    EXIT_TIMEOUT,
+    EXIT_UNJUDGED,
+    EXIT_USAGE,
+    MAX_ROWS,
+    TIMEOUT_SECONDS,
+)
 from kiana.culprits.gaterows import Counter, HeadRows, head_rows, replaced_first
 from kiana.culprits.gaterows import history as history_rows
 from kiana.culprits.headfiles import HeadFiles, commit_csvs, worktree_csvs
@@ -52,25 +64,20 @@ from kiana.stats import Judgement, JudgeOptions
 
 _NO_CSV_HINT = "pass a Liger-Kernel checkout: its results live in benchmark/data/*.csv"
 
-EXIT_PASSED, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
-EXIT_UNJUDGED, EXIT_ROWS, EXIT_TIMEOUT, EXIT_CRASH = 3, 4, 5, 6
-#: ``kiana gate``'s exit status: code -> meaning (``--help``, README, tests/SECURITY.md).
-EXIT_CODES: dict[int, str] = {
-    EXIT_PASSED: "no Liger provider regressed, and every head row of a Liger provider was judged",
-    EXIT_REGRESSED: "a Liger provider regressed: a finding with verdict 'regression'",
-    EXIT_USAGE: "usage error: not a git repository, --base/--head unknown or swapped, no "
-    "Liger CSVs, an output that cannot be written",
-    EXIT_UNJUDGED: "fail closed: head rows of a Liger provider were rejected or conflict, "
-    "or a head CSV was refused (a link, a submodule): the pull request could not be judged",
-    EXIT_ROWS: "more distinct rows than --max-rows: not judged",
-    EXIT_TIMEOUT: "--timeout reached: not judged",
-    EXIT_CRASH: "internal error: the gate could not judge (a bug: the comment says so)",
-}
-
-#: ``--max-rows`` and ``--timeout`` defaults: Liger's full history is ~4,500 distinct
-#: rows and takes 10-13 s.
-MAX_ROWS = 200_000
-TIMEOUT_SECONDS = 900.0
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_CRASH",
+    "EXIT_PASSED",
+    "EXIT_REGRESSED",
+    "EXIT_ROWS",
+    "EXIT_TIMEOUT",
+    "EXIT_UNJUDGED",
+    "EXIT_USAGE",
+    "MAX_ROWS",
+    "TIMEOUT_SECONDS",
+    "GateResult",
+    "gate",
+]
 
 
 @dataclass(frozen=True)

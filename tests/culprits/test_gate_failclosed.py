@@ -211,3 +211,13 @@ def test_the_real_liger_history_stays_well_within_the_limits(tmp_path: Path) -> 
     result = run_gate(repo.path, "main", "pr")
     assert result.history_rows * 10 < MAX_ROWS
     assert result.head_rows > 0 and result.exit_code in (0, 1, 3)
+
+
+def test_help_documents_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    from kiana.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    out = capsys.readouterr().out
+    for code_ in EXIT_CODES:
+        assert f"\n  {code_}  " in out
