@@ -26,8 +26,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kiana.culprits.recorded import PROVENANCE_COLUMNS, provenance
     from kiana.culprits.rank import CULPRIT_COLUMNS, Finder, annotate
+    from kiana.culprits.recorded import PROVENANCE_COLUMNS, provenance
 
 __all__ = ["CULPRIT_COLUMNS", "PROVENANCE_COLUMNS", "Finder", "annotate", "provenance"]
 
