@@ -1,4 +1,10 @@
-"""Strings from the data, made inert before they reach a terminal or a CI log.
+"""Strings from the data, made inert before they reach a terminal, a CI log or a
+pull-request comment; files written without following a link.
+
+:func:`terminal` (one inert line), :func:`markdown` and :func:`code` (inert Markdown:
+no mention, link, entity or HTML), :func:`excerpt` (a short quote for an error message),
+:func:`write_text` (temp file + rename: a planted link is replaced, never written
+through).  ``tests/SECURITY.md`` lists the cases they are tested against.
 
 Kernel, provider, workload, GPU and version names come from documents and CSV rows that
 anyone can write (a pull request's rows reach ``kiana gate``).  Printed raw, a newline in
