@@ -1,4 +1,10 @@
-"""Strings from the data, made inert before they reach a terminal or a CI log.
+"""Strings from the data, made inert before they reach a terminal, a CI log or a
+pull-request comment; files written without following a link.
+
+:func:`terminal` (one inert line), :func:`markdown` and :func:`code` (inert Markdown:
+no mention, link, entity or HTML), :func:`excerpt` (a short quote for an error message),
+:func:`write_text` (temp file + rename: a planted link is replaced, never written
+through).  ``tests/SECURITY.md`` lists the cases they are tested against.
 
 Kernel, provider, workload, GPU and version names come from documents and CSV rows that
 anyone can write (a pull request's rows reach ``kiana gate``).  Printed raw, a newline in
@@ -19,7 +25,13 @@ escapes every such character so a data string is always one visible line of text
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
+import stat
+import tempfile
+from pathlib import Path
 
 #: C0 controls (tab and newline included), DEL, C1 controls, the bidi embeddings,
 #: overrides and isolates, the line and paragraph separators, and the zero-width
@@ -45,3 +57,103 @@ def terminal(text: object) -> str:
     if escaped.lstrip().startswith("::"):
         escaped = "\\" + escaped
     return escaped
+
+
+#: Markdown and HTML characters escaped in :func:`markdown` (``&`` first: an entity in
+#: the data must not decode into a mention or a tag).
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|<>#&~])")
+_MD_REPLACE = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+#: ``scheme://`` and ``www.``: what GitHub turns into links.
+_URL = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*):(?=//)|\b(www)\.(?=\S)")
+#: ``@user``, ``@org/team``: a mention notifies whoever it names.
+_MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
+#: Longest data string :func:`markdown` and :func:`code` keep, in characters.
+MARKDOWN_LIMIT = 200
+ELLIPSIS = "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def _one_line(value: object, limit: int) -> str:
+    text = " ".join(str(value if value is not None else "").split())
+    return _UNSAFE.sub(_escape, _cut(text, limit))
+
+
+def markdown(value: object, limit: int = MARKDOWN_LIMIT) -> str:
+    """``value`` as inert Markdown text, safe in a table cell: one line of at most
+    ``limit`` characters; Markdown and HTML characters escaped; links, mentions and
+    entities made inert (``https://x`` -> ``https[:]//x``, ``www.x`` -> ``www[.]x``,
+    ``@user`` -> ``@`` + a zero-width space + ``user``), control and bidi characters
+    escaped as :func:`terminal` does.  ``#123`` stays text (``\\#123``).
+
+    >>> markdown("@octocat see https://evil.example | x")
+    '@&#8203;octocat see https\\\\[:\\\\]//evil.example \\\\| x'
+    >>> markdown("a\\nb <img src=x>")
+    'a b &lt;img src=x&gt;'
+    """
+    text = _one_line(value, limit)
+    text = _MD_SPECIAL.sub(lambda m: _MD_REPLACE.get(m.group(), "\\" + m.group()), text)
+    text = _URL.sub(lambda m: f"{m[1]}\\[:\\]" if m[1] else f"{m[2]}\\[.\\]", text)
+    return _MENTION.sub("@&#8203;", text)
+
+
+def code(value: object, limit: int = MARKDOWN_LIMIT) -> str:
+    """``value`` as an inline code span (outside tables: a ``|`` stays a ``|``): one
+    line of at most ``limit`` characters, backticks replaced, control and bidi
+    characters escaped.  Inside a code span nothing links or mentions.
+
+    >>> code("git log `rm -rf` @x")
+    "`git log 'rm -rf' @x`"
+    """
+    return "`" + _one_line(value, limit).replace("`", "'") + "`"
+
+
+_NAME_LIKE = re.compile(r"^[\w .:/+-]{1,40}$")
+
+
+def excerpt(value: object, limit: int = 40) -> str:
+    """A short, escaped excerpt of something read, for an error message: at most
+    ``limit`` characters, quoted, inert (:func:`terminal`).  Never quote more of a
+    file than this: the file may be a link to a secret.
+
+    >>> excerpt("x" * 100)
+    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…' (100 characters)"
+    >>> excerpt("0.5\\x1b[2J")
+    "'0.5\\\\x1b[2J'"
+    """
+    text = str(value)
+    shown = "'" + terminal(_cut(text, limit)) + "'"
+    return shown if len(text) <= limit else f"{shown} ({len(text):,} characters)"
+
+
+def name_like(value: str) -> bool:
+    """Whether ``value`` looks like a column or file name (short, no punctuation that
+    secrets are made of): only such cells of a foreign file are quoted in errors."""
+    return bool(_NAME_LIKE.match(value))
+
+
+def write_text(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` without following a link: into a new temporary file
+    beside it (``O_EXCL | O_NOFOLLOW``), renamed over ``path``.  An existing symbolic
+    link at ``path`` is replaced by the file (its target is never opened or touched);
+    the return value says whether one was.  ``OSError`` when it cannot be written
+    (the temporary file is removed)."""
+    try:
+        replaced = stat.S_ISLNK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        replaced = False
+    if not replaced and path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            os.fchmod(out.fileno(), 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return replaced

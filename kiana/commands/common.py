@@ -5,7 +5,9 @@ own clear messages."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -71,8 +73,6 @@ def open_db(
     opened read-only when ``read_only`` (then it must exist), and must exist when
     ``must_exist`` (a command that reads what ``kiana load`` wrote); otherwise it is
     created.  Every failure is a :class:`kiana.errors.DatabaseError` with a hint."""
-    from pathlib import Path
-
     from kiana.errors import DatabaseError
     from kiana.load import connect
 
@@ -89,6 +89,62 @@ def open_db(
     if Path(db).is_dir():
         raise DatabaseError(f"{db}: is a folder, not a database file", hint="give a file name")
     return connect(db, read_only=read_only)
+
+
+#: DuckDB's words for what went wrong under a command -> what kiana says, and the hint.
+_FAILURES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (
+        ("no space left", "disk full", "not enough space"),
+        "the disk is full: the command was rolled back",
+        "free some space, or give a --db file on another disk",
+    ),
+    (
+        ("corrupt", "checksum", "not a valid duckdb"),
+        "the database file is corrupt",
+        "load the documents again into a new --db file (kiana load PATH --db NEW.duckdb)",
+    ),
+    (
+        ("interrupt",),
+        "interrupted: the command was rolled back, the database is as it was",
+        "run it again",
+    ),
+)
+
+
+@contextlib.contextmanager
+def database_errors(db: object = None) -> Iterator[None]:
+    """Turn a DuckDB error raised while a command works on its database (a disk that
+    fills up, a corrupt block read, an interrupted query) into a
+    :class:`kiana.errors.DatabaseError` with a clear message, never a traceback.
+    ``cli.main`` wraps every command in it."""
+    try:
+        yield
+    except Exception as exc:
+        if not type(exc).__module__.startswith(("duckdb", "_duckdb")):
+            raise
+        from kiana.errors import DatabaseError
+        from kiana.safe import terminal
+
+        text = (str(exc).strip().splitlines() or [""])[0][:300]
+        where = f"{terminal(db)}: " if db not in (None, MEMORY) else ""
+        for words, message, hint in _FAILURES:
+            if any(word in text.lower() for word in words):
+                raise DatabaseError(where + message, hint=hint) from None
+        raise DatabaseError(
+            f"{where}the database failed: {terminal(text)}",
+            hint="check the --db file and the free disk space; a load is rolled back as a whole",
+        ) from None
+
+
+def discard_new_database(path: Path | None) -> bool:
+    """After a failed command: remove ``path`` (the ``--db`` file that did not exist when
+    it started) only when this process created it and nobody wrote data to it
+    (:func:`kiana.load.database.discard`).  ``cli.main`` calls it on failure."""
+    if path is None:
+        return False
+    from kiana.load.database import discard
+
+    return discard(path)
 
 
 def fraction(text: str) -> float:

@@ -4,18 +4,24 @@ The benchmark rows the head adds or changes in ``benchmark/data/*.csv`` (default
 the work tree, uncommitted edits included) are judged against the history up to
 ``--base`` with the statistics of ``kiana regressions`` (:mod:`kiana.culprits.gate`);
 the findings whose later session is the head's are printed with their culprits (the
-commits of base..head touching the kernel).  Exit status: 0 no Liger regression, 1 a
-Liger provider regressed, 2 a usage error (not a git repository, an unknown revision,
-no Liger CSVs).
+commits of base..head touching the kernel).  Exit status: ``EPILOG`` (one line per
+code of :data:`kiana.culprits.gate.EXIT_CODES`).
+
+The gate runs on untrusted pull requests (``tests/SECURITY.md``): every data string it
+prints is one inert line (:func:`kiana.safe.terminal`; under GitHub Actions its output
+is also fenced with ``::stop-commands::``), its files are written without following a
+link (:func:`kiana.safe.write_text`), and whatever stops it (a limit, a usage error, a
+crash) writes a comment that says it could not judge, and exits with a code of its own:
+never 0, never 1.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kiana.commands.common import add_judge_options, judge_options
+from kiana.commands.common import add_judge_options, count, judge_options, positive
 
 if TYPE_CHECKING:
     from kiana.culprits.gate import GateResult
@@ -24,16 +30,25 @@ HELP = "pull-request gate: judge the benchmark rows a head adds against the hist
 
 EPILOG = """\
 exit status:
-  0  no Liger provider regressed (improvements, drift, inconclusive and baselines pass)
+  0  no Liger provider regressed, and every head row of a Liger provider was judged
   1  a Liger provider regressed: a finding with verdict 'regression'
-  2  usage error: REPO is not a git repository, --base/--head unknown, no Liger CSVs
+  2  usage error: REPO is not a git repository, --base/--head unknown or swapped, no
+     Liger CSVs, an output that cannot be written
+  3  fail closed: head rows of a Liger provider were rejected or conflict, or a head CSV
+     was refused (a link, a submodule): the pull request could not be judged
+  4  more distinct rows than --max-rows: not judged
+  5  --timeout reached: not judged
+  6  internal error: the gate could not judge (a bug; the comment says so)
+  (1 wins over 3: a regression is reported even when other rows could not be judged)
 
 example (a pull request's checkout, benchmarks re-run into benchmark/data/*.csv):
-  kiana gate . --base origin/main --markdown kiana-gate.md
+  kiana gate . --base origin/main --markdown "$RUNNER_TEMP/kiana-gate.md"
 """
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from kiana.culprits.exits import MAX_ROWS, TIMEOUT_SECONDS
+
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("repo", type=Path, metavar="REPO", help="a Liger-Kernel checkout")
@@ -48,59 +63,236 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_judge_options(parser)
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
     parser.add_argument(
-        "--markdown", type=Path, metavar="FILE", help="also write a pull-request comment here"
-    )
+        "--json-file", type=Path, metavar="FILE",
+        help="also write the full JSON here (the comment names it: upload it as an artifact)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--markdown", type=Path, metavar="FILE",
+        help="also write a pull-request comment here (outside the checkout: $RUNNER_TEMP)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-rows", type=count, default=MAX_ROWS, metavar="N",
+        help=f"stop (exit 4) beyond N distinct benchmark rows (default {MAX_ROWS:,})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--timeout", type=positive, default=TIMEOUT_SECONDS, metavar="SECONDS",
+        help=f"stop (exit 5) after SECONDS (default {TIMEOUT_SECONDS:g})",
+    )  # fmt: skip
+
+
+class _Outputs:
+    """The files the gate writes (``--markdown``, ``--json-file``), never through a link."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.markdown: Path | None = args.markdown
+        self.json_file: Path | None = args.json_file
+        self.base = str(args.base)
+
+    def write(self, path: Path | None, text: str) -> None:
+        """Write ``text`` to ``path``; an :class:`~kiana.errors.UsageError` naming it when
+        it cannot be written (exit 2, never a traceback)."""
+        import sys
+
+        from kiana.errors import UsageError
+        from kiana.safe import terminal, write_text
+
+        if path is None:
+            return
+        try:
+            if write_text(path, text):
+                print(
+                    f"kiana gate: warning: {terminal(path)} was a symbolic link: replaced by "
+                    "a regular file, its target untouched",
+                    file=sys.stderr,
+                )
+        except OSError as exc:
+            raise UsageError(
+                f"{terminal(path)}: cannot write: {exc.strerror or exc}",
+                hint="give a writable path outside the checkout ($RUNNER_TEMP/kiana-gate.md)",
+            ) from None
+
+    def failed(self, what: str, detail: str) -> None:
+        """The "could not judge" comment (errors writing it are ignored: the exit code
+        already says the gate did not judge)."""
+        import contextlib
+
+        from kiana.culprits.markdown import failure
+        from kiana.errors import KianaError
+
+        with contextlib.suppress(KianaError):
+            self.write(self.markdown, failure(what, detail, base=self.base))
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+    import secrets
+
+    fence = None
+    if os.environ.get("GITHUB_ACTIONS") == "true" and not args.json:
+        fence = secrets.token_hex(16)
+        print(f"::stop-commands::{fence}", flush=True)
+    try:
+        return _guarded(args)
+    finally:
+        if fence is not None:
+            print(f"::{fence}::", flush=True)
+
+
+def _guarded(args: argparse.Namespace) -> int:
+    """Run the gate; whatever stops it writes the "could not judge" comment and exits
+    with its own code (``EPILOG``)."""
+    import sys
+    import traceback
+
+    from kiana.culprits import gate as gates
+    from kiana.culprits.gaterows import RowLimitError
+    from kiana.culprits.limits import GateTimeout, deadline
+    from kiana.errors import KianaError
+    from kiana.safe import terminal
+
+    outputs = _Outputs(args)
+    try:
+        outputs.write(outputs.markdown, _placeholder(args))
+        with deadline(
+            args.timeout,
+            code=gates.EXIT_TIMEOUT,
+            on_expiry=lambda: outputs.failed("timed out", f"--timeout {args.timeout:g} s reached"),
+        ):
+            result = gates.gate(
+                args.repo,
+                args.base,
+                args.head,
+                judge_options(args, changepoints=False),
+                max_rows=args.max_rows,
+            )
+            return _report(result, args, outputs)
+    except (GateTimeout, RowLimitError, KianaError) as exc:
+        code = (
+            gates.EXIT_TIMEOUT
+            if isinstance(exc, GateTimeout)
+            else gates.EXIT_ROWS
+            if isinstance(exc, RowLimitError)
+            else gates.EXIT_USAGE
+        )
+        outputs.failed(gates.EXIT_CODES[code].split(":")[0], exc.message)
+        print(f"kiana gate: error: {terminal(exc.message)}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {terminal(exc.hint)}", file=sys.stderr)
+        return code
+    except KeyboardInterrupt:
+        outputs.failed("interrupted", "the gate was interrupted before it had judged")
+        raise
+    except Exception as exc:  # a bug: say so, never exit 1 (the code of "regressed")
+        name = type(exc).__name__
+        outputs.failed("internal error", f"{name} inside kiana gate (a bug in kiana)")
+        print(f"kiana gate: internal error: could not judge ({name})", file=sys.stderr)
+        for line in traceback.format_exc().splitlines():
+            print(terminal(line), file=sys.stderr)
+        return gates.EXIT_CRASH
+
+
+def _placeholder(args: argparse.Namespace) -> str:
+    """The comment written first: a planted link at ``--markdown`` is replaced at once,
+    and a gate killed before it finishes leaves a comment that says so."""
+    from kiana.culprits.markdown import failure
+
+    return failure("it did not finish", "kiana gate stopped before it wrote its result")
+
+
+def _report(result: GateResult, args: argparse.Namespace, outputs: _Outputs) -> int:
+    import io
     import sys
 
-    from kiana.culprits.gate import gate
     from kiana.culprits.markdown import comment
     from kiana.jsonstream import write_json
 
-    options = judge_options(args, changepoints=False)
-    result = gate(args.repo, args.base, args.head, options)
-    if args.markdown is not None:
-        args.markdown.write_text(comment(result), encoding="utf-8")
+    frames: dict[str, Any] = {
+        "gate": result.summary(),
+        "findings": result.findings,
+        "steps": result.steps,
+        "quality": result.judgement.quality,
+    }
+    if args.json_file is not None:
+        text = io.StringIO()
+        write_json(text, frames)
+        outputs.write(args.json_file, text.getvalue())
+    artifact = args.json_file.name if args.json_file is not None else None
+    outputs.write(outputs.markdown, comment(result, artifact=artifact))
     if args.json:
-        write_json(
-            sys.stdout,
-            {
-                "gate": result.summary(),
-                "findings": result.findings,
-                "steps": result.steps,
-                "quality": result.judgement.quality,
-            },
-        )
+        write_json(sys.stdout, frames)
     else:
         _print(result)
-    return 1 if result.regressions.height else 0
+    return result.exit_code
 
 
 def _print(result: GateResult) -> None:
     from kiana.commands.regressions import culprit_lines
+    from kiana.safe import terminal as t
 
-    findings = result.findings
-    failed = result.regressions.height
+    findings, books = result.findings, result.accounting
     print(
         f"kiana gate: {result.head_label} against {result.base[:12]}: "
         f"{result.head_rows:,} new or changed row(s) over a history of "
         f"{result.history_rows:,}; {findings.height:,} finding(s)"
     )
-    if result.head_rows == 0:
+    for warning in result.warnings:
+        print(f"warning: {t(warning)}")
+    if result.head_rows == 0 and not books.refused:
         print("the head adds or changes no benchmark row: nothing to judge")
+    _print_not_judged(result)
     shown = findings.filter(findings["verdict"] != "unchanged")
     for row in shown.iter_rows(named=True):
         change = f"{row['change'] * 100:+.1f}%" if row["change"] is not None else "n/a"
         print(
-            f"{row['verdict']:12} {row['kernel']}/{row['pass']} {row['provider']} on "
-            f"{row['gpu']}: {row['from_version']} ({str(row['from_session'])[:10]}) -> "
-            f"{row['to_version']} ({str(row['to_session'])[:10]}) {change}; {row['evidence']}"
+            f"{row['verdict']:12} {t(row['kernel'])}/{t(row['pass'])} {t(row['provider'])} on "
+            f"{t(row['gpu'])}: {t(row['from_version'])} ({str(row['from_session'])[:10]}) -> "
+            f"{t(row['to_version'])} ({str(row['to_session'])[:10]}) {change}; "
+            f"{t(row['evidence'])}"
         )
         for line in culprit_lines(row.get("culprits")):
-            print(f"{'':12} {line}")
+            print(f"{'':12} {t(line)}")
     unchanged = findings.height - shown.height
     if unchanged:
         print(f"({unchanged} unchanged finding(s) not shown: --json)")
-    print(f"FAILED: {failed} Liger regression(s)" if failed else "passed: no Liger regression")
+    failed = result.regressions.height
+    if failed:
+        print(f"FAILED: {failed} Liger regression(s)")
+    elif books.failing:
+        print(
+            f"COULD NOT JUDGE: {books.failing:,} head file(s) or row(s) of a Liger provider "
+            "refused, rejected or conflicting (exit 3)"
+        )
+    else:
+        print("passed: no Liger regression")
+
+
+def _print_not_judged(result: GateResult) -> None:
+    from kiana.safe import terminal as t
+
+    books = result.accounting
+    for refused in books.refused:
+        print(f"refused: {t(refused)}")
+    if books.rejected:
+        liger = sum(r.is_liger for r in books.rejected)
+        print(f"not judged: {len(books.rejected):,} head row(s) rejected ({liger:,} of Liger):")
+        for reason, n in books.reasons()[:10]:
+            print(f"  {n:6,}  {t(reason)}")
+    if books.conflicts.height:
+        print(
+            f"not judged: {books.conflicts.height:,} conflicting head session point(s) "
+            f"({books.liger_conflicts:,} of Liger): replicates that disagree far beyond "
+            "their noise (--json: quality)"
+        )
+    if books.unmatched:
+        print(f"not compared: {books.unmatched_rows:,} head row(s) match no history; closest:")
+        for item in books.unmatched[:10]:
+            series = " / ".join(t(v) for v in item.series.values())
+            closest = " / ".join(t(v) for v in (item.closest or {}).values()) or "none"
+            print(
+                f"  {item.rows:,} row(s) of {series}: closest {closest} ({', '.join(item.differs)})"
+            )
+    if books.replaced_series:
+        print(
+            f"{books.replaced_series:,} series compared with the rows they replace first; "
+            f"{books.dropped_rows:,} history row(s) of other files in between left out"
+        )

@@ -1,7 +1,7 @@
 """Liger's git history, read back: where a run was recorded and which commits to read
 for a finding.
 
-* :func:`provenance` (:mod:`kiana.culprits.provenance`): ``run_id``, ``liger_commit``,
+* :func:`provenance` (:mod:`kiana.culprits.recorded`): ``run_id``, ``liger_commit``,
   ``liger_csv`` of every run, from the labels ``kiana import liger --git`` writes;
 * :func:`annotate` (:mod:`kiana.culprits.rank`): findings or steps of
   :func:`kiana.stats.judge` with their ranked ``culprits`` (commits touching the
@@ -22,7 +22,28 @@ findings.select("kernel", "verdict", "culprits")
 
 from __future__ import annotations
 
-from kiana.culprits.provenance import PROVENANCE_COLUMNS, provenance
-from kiana.culprits.rank import CULPRIT_COLUMNS, Finder, annotate
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kiana.culprits.rank import CULPRIT_COLUMNS, Finder, annotate
+    from kiana.culprits.recorded import PROVENANCE_COLUMNS, provenance
 
 __all__ = ["CULPRIT_COLUMNS", "PROVENANCE_COLUMNS", "Finder", "annotate", "provenance"]
+
+#: Where each name lives: imported on first use, so ``kiana gate --help`` (which reads
+#: :mod:`kiana.culprits.exits`) does not import polars and DuckDB.
+_HOMES = {
+    "PROVENANCE_COLUMNS": "recorded",
+    "provenance": "recorded",
+    "CULPRIT_COLUMNS": "rank",
+    "Finder": "rank",
+    "annotate": "rank",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kiana.culprits' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"kiana.culprits.{home}"), name)

@@ -17,35 +17,73 @@ Liger kernel slower than the history up to the base?
 
 Everything is read from git's objects but the work tree's CSVs, so a sparse or
 partial checkout (``benchmark/`` and ``src/`` only, or blobs fetched on demand) works;
-a shallow clone does not hold the history (check out with ``fetch-depth: 0``).
+a shallow clone does not hold the history (check out with ``fetch-depth: 0``): it warns,
+and the commits it is cut at are never blamed.
+
+The head is untrusted (``tests/SECURITY.md``): its files are read without following a
+link (:mod:`kiana.culprits.headfiles`), a re-run is compared with the rows it replaced
+first (:mod:`kiana.culprits.gaterows`), and every head row that could not be judged is
+counted with its reason (:mod:`kiana.culprits.accounting`).  Exit codes:
+:data:`EXIT_CODES`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from kiana.culprits import history
+from kiana.culprits import accounting, history
+from kiana.culprits.accounting import Accounting, Rejected
+from kiana.culprits.exits import (
+    EXIT_CODES,
+    EXIT_CRASH,
+    EXIT_PASSED,
+    EXIT_REGRESSED,
+    EXIT_ROWS,
+    EXIT_TIMEOUT,
+    EXIT_UNJUDGED,
+    EXIT_USAGE,
+    MAX_ROWS,
+    TIMEOUT_SECONDS,
+)
+from kiana.culprits.gaterows import Counter, HeadRows, head_rows, replaced_first
+from kiana.culprits.gaterows import history as history_rows
+from kiana.culprits.headfiles import HeadFiles, commit_csvs, worktree_csvs
 from kiana.culprits.rank import Finder
-from kiana.errors import InputError
-from kiana.importers.git import PATHSPEC, csv_versions, release_at
-from kiana.importers.liger import NotLigerCsvError, convert_rows, read_csv_file, read_rows
-from kiana.importers.rows import Row, Skipped
-from kiana.pipeline import Analysis
+from kiana.errors import InputError, UsageError
+from kiana.importers.git import PATHSPEC
+from kiana.importers.gitread import shallow_warning
+from kiana.importers.liger import convert_rows
+from kiana.importers.rows import LigerRowError, Row, Skipped, row_spec
+from kiana.pipeline import Analysis, Selection
+from kiana.safe import excerpt, terminal
 from kiana.stats import Judgement, JudgeOptions
 
-_DATA = "benchmark/data"
 _NO_CSV_HINT = "pass a Liger-Kernel checkout: its results live in benchmark/data/*.csv"
+
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_CRASH",
+    "EXIT_PASSED",
+    "EXIT_REGRESSED",
+    "EXIT_ROWS",
+    "EXIT_TIMEOUT",
+    "EXIT_UNJUDGED",
+    "EXIT_USAGE",
+    "MAX_ROWS",
+    "TIMEOUT_SECONDS",
+    "GateResult",
+    "gate",
+]
 
 
 @dataclass(frozen=True)
 class GateResult:
-    """What :func:`gate` found: the pull request's findings (with culprits) and how
-    they were reached."""
+    """What :func:`gate` found: the pull request's findings (with culprits), how they
+    were reached, and what of the head could not be judged."""
 
     base: str  #: full sha of the base
     head: str  #: full sha of the head commit (for the work tree: HEAD)
@@ -55,6 +93,8 @@ class GateResult:
     findings: pl.DataFrame  #: findings whose later session is the head's, annotated
     steps: pl.DataFrame  #: their per-workload steps
     judgement: Judgement = field(repr=False)
+    accounting: Accounting = field(default_factory=Accounting)
+    warnings: tuple[str, ...] = ()  #: shallow clone, head behind its base, ...
 
     @property
     def regressions(self) -> pl.DataFrame:
@@ -64,6 +104,13 @@ class GateResult:
     @property
     def head_label(self) -> str:
         return f"work tree at {self.head[:12]}" if self.worktree else self.head[:12]
+
+    @property
+    def exit_code(self) -> int:
+        """1 on a Liger regression, else 3 when Liger rows could not be judged, else 0."""
+        if self.regressions.height:
+            return EXIT_REGRESSED
+        return EXIT_UNJUDGED if self.accounting.failing else EXIT_PASSED
 
     def summary(self) -> dict[str, Any]:
         """The gate's own fields, for the JSON."""
@@ -77,120 +124,146 @@ class GateResult:
             "findings": self.findings.height,
             "verdicts": {str(k): int(v) for k, v in sorted(counts.items())},
             "regressed": self.regressions.height > 0,
+            "exit_code": self.exit_code,
+            "not_judged": self.accounting.summary(),
+            "warnings": list(self.warnings),
         }
-
-
-def _rows(
-    text: str, source: str, path: str, commit: str | None, release: str | None
-) -> list[Row | Skipped]:
-    defaults = {"liger_version": release} if release else None
-    try:
-        return list(read_rows(text, source, csv_name=path, commit=commit, defaults=defaults))
-    except NotLigerCsvError as exc:
-        return [Skipped(source, 1, None, exc.message.removeprefix(f"{source}: "))]
-
-
-def _history(
-    repo: Path, base: str
-) -> tuple[list[Row | Skipped], set[tuple[tuple[str, str], ...]], int]:
-    """Rows up to ``base`` (deduplicated, oldest first), their keys, CSV versions read."""
-    rows: list[Row | Skipped] = []
-    seen: set[tuple[tuple[str, str], ...]] = set()
-    files = 0
-    for version in csv_versions(repo, base):
-        files += 1
-        source = f"{version.commit[:12]}:{version.path}"
-        for item in _rows(version.text, source, version.path, version.commit, version.release):
-            if isinstance(item, Row):
-                if item.key in seen:
-                    continue
-                seen.add(item.key)
-            rows.append(item)
-    return rows, seen, files
-
-
-def _head_csvs(repo: Path, head: str, worktree: bool) -> dict[str, str]:
-    """``benchmark/data/<name>.csv`` -> its text at the head (the work tree, or ``head``)."""
-    if worktree:
-        folder = repo / _DATA
-        return {
-            f"{_DATA}/{p.name}": read_csv_file(p)
-            for p in sorted(folder.glob("*.csv"))
-            if p.is_file()
-        }
-    listed = history.git(repo, "ls-tree", "--name-only", head, "--", f"{_DATA}/")
-    texts = {}
-    for path in listed.splitlines():
-        if path.endswith(".csv") and path.count("/") == 2:
-            text = history.show(repo, head, path)
-            if text is not None:
-                texts[path] = text
-    return texts
 
 
 def _origin(row: Row) -> str:
     return f"{row.commit}:{row.csv}" if row.commit else str(row.csv)
 
 
-def head_rows(
-    repo: Path, base: str, head: str, worktree: bool, known: set[tuple[tuple[str, str], ...]]
-) -> tuple[list[Row | Skipped], int]:
-    """The rows of the head that ``known`` (the history's keys) does not hold, each
-    with the first commit of ``base..head`` holding it (none: the work tree's own);
-    and the number of head CSVs read."""
-    texts = _head_csvs(repo, head, worktree)
-    release = None
-    if any("liger_version" not in t.split("\n", 1)[0] for t in texts.values()):
-        release = release_at(repo, head)
-    label = "worktree" if worktree else head[:12]
-    fresh: dict[tuple[tuple[str, str], ...], Row | None] = {}
-    skipped: list[Row | Skipped] = []
-    for path, text in texts.items():
-        for item in _rows(text, f"{label}:{path}", path, None, release):
-            if isinstance(item, Skipped):
-                skipped.append(item)
-            elif item.key not in known:
-                fresh.setdefault(item.key, item)
-    recorded: dict[tuple[tuple[str, str], ...], Row] = {}
-    for version in csv_versions(repo, f"{base}..{head}"):
-        source = f"{version.commit[:12]}:{version.path}"
-        for item in _rows(version.text, source, version.path, version.commit, version.release):
-            if isinstance(item, Row) and item.key in fresh and item.key not in recorded:
-                recorded[item.key] = item
-    rows: list[Row | Skipped] = [recorded.get(key, row) for key, row in fresh.items() if row]
-    return rows + skipped, len(texts)
+def _new_skips(skipped: list[Skipped], head: HeadFiles, base: HeadFiles) -> list[Skipped]:
+    """The rows skipped reading the head that the base's version of the file did not
+    hold as they are (a bad row already at the base is the history's, not the head's)."""
+    lines = {path: set(text.splitlines()) for path, text in base.texts.items()}
+    out = []
+    for item in skipped:
+        path = item.source.split(":", 1)[-1]
+        text = head.texts.get(path, "").splitlines()
+        line = text[item.line - 1] if 0 < item.line <= len(text) else None
+        if line is None or line not in lines.get(path, set()):
+            out.append(item)
+    return out
+
+
+def _precheck(fresh: HeadRows, skipped: list[Skipped]) -> tuple[list[Row], list[Rejected]]:
+    """The head rows that become documents, and the others with their reasons."""
+    rejected = [Rejected(s.source, s.line, s.reason, None) for s in skipped]
+    good = []
+    for row in fresh.rows:
+        try:
+            row_spec(row)
+        except LigerRowError as exc:
+            where = f"column {exc.column}: " if exc.column else ""
+            rejected.append(
+                Rejected(row.source, row.line, where + exc.reason, row.cells.get("kernel_provider"))
+            )
+        else:
+            good.append(row)
+    return good, rejected
+
+
+def _doc_origin(doc: dict[str, Any]) -> str:
+    labels = doc["run"]["metadata"]["labels"]
+    commit, csv = labels.get("liger_commit"), labels.get("liger_csv")
+    return f"{commit}:{csv}" if commit else str(csv)
+
+
+class _HeadSelection(Selection):
+    """The findings of head sessions.  An empty judgement's ``to_origin`` column may not
+    be a string column (a history with zero findings crashed ``is_in``): it is cast
+    first.  (The cast belongs in :meth:`Selection.apply`; kept here until it is.)"""
+
+    def apply(self, frame: pl.DataFrame) -> pl.DataFrame:
+        if "to_origin" in frame.columns and frame.schema["to_origin"] != pl.String:
+            frame = frame.with_columns(pl.col("to_origin").cast(pl.String))
+        return super().apply(frame)
 
 
 def _analyze(
-    rows: Iterable[Row | Skipped],
+    past: list[Row | Skipped],
+    fresh: list[Row],
     repo: Path,
     options: JudgeOptions,
-    origins: set[str],
     finder: Finder,
-) -> Analysis:
-    """Load ``rows`` into a database of their own and run :func:`kiana.pipeline.analyze`
-    on it, selecting the findings whose later session is one of ``origins``."""
+) -> tuple[Analysis, list[Rejected], set[str]]:
+    """Load the rows into a database of their own (the history, then the head: the
+    loader's rejects of the head's load are head rows) and run
+    :func:`kiana.pipeline.analyze`, selecting the findings of head sessions."""
     import kiana.load
-    from kiana.pipeline import Selection, analyze
+    from kiana.pipeline import analyze
 
-    result = convert_rows(rows, sources=[str(repo)])
+    origins = {_origin(r) for r in fresh}
+    result = convert_rows([*past, *fresh], sources=[str(repo)])
+    docs = {True: [], False: []}  # type: dict[bool, list[dict[str, Any]]]
+    for doc in result.documents:
+        docs[_doc_origin(doc) in origins].append(doc)
     con = kiana.load.connect(None)
     try:
-        kiana.load.load_documents(con, result.documents, source="gate")
-        return analyze(
-            con, options, git=repo, finder=finder, selection=Selection(to_origin=tuple(origins))
+        kiana.load.load_documents(con, docs[False], source="history")
+        loaded = kiana.load.load_documents(con, docs[True], source="head")
+        rejects = con.execute(
+            "SELECT source, json_path, reason FROM rejects WHERE load_id = ? ORDER BY source",
+            [loaded.load_id],
+        ).fetchall()
+        rejected = []
+        for source, path, reason in rejects:
+            index = int(str(source).rsplit(":", 1)[-1]) - 1
+            spec = docs[True][index]["run"]["spec"] if 0 <= index < len(docs[True]) else {}
+            provider = str(spec.get("provider")) if spec.get("provider") else None
+            rejected.append(
+                Rejected(_doc_origin(docs[True][index]), None, f"{path}: {reason}", provider)
+            )
+        analysis = analyze(
+            con,
+            options,
+            git=repo,
+            finder=finder,
+            selection=_HeadSelection(to_origin=tuple(origins)),
         )
     finally:
         con.close()
+    return analysis, rejected, origins
+
+
+def _check_refs(repo: Path, base: str, head: str, worktree: bool) -> list[str]:
+    """Warnings on how base and head relate; a :class:`UsageError` when a committed head
+    is behind its base (the refs are swapped, or the branch holds nothing new)."""
+    if base == head:
+        return []
+    if history.is_ancestor(repo, head, base):
+        if not worktree:
+            raise UsageError(
+                f"--head {head[:12]} is behind --base {base[:12]} (an ancestor of it): "
+                "the head adds nothing, or the refs are swapped",
+                hint="kiana gate REPO --base origin/main --head PR_BRANCH",
+            )
+        return [
+            f"HEAD {head[:12]} is behind the base {base[:12]}: only uncommitted rows are the head's"
+        ]
+    if not history.is_ancestor(repo, base, head):
+        return [
+            f"the head does not contain the base {base[:12]} (not rebased, or the refs are "
+            "swapped): rows the base added since they parted are history, not the head's"
+        ]
+    return []
 
 
 def gate(
-    repo: Path, base: str, head: str | None = None, options: JudgeOptions | None = None
+    repo: Path,
+    base: str,
+    head: str | None = None,
+    options: JudgeOptions | None = None,
+    *,
+    max_rows: int = MAX_ROWS,
 ) -> GateResult:
     """Judge the rows ``head`` (default: the work tree) adds or changes against the
     history up to ``base`` (module docstring).  A :class:`~kiana.errors.UsageError`
-    when ``repo`` is not a git repository or a revision is unknown; an
-    :class:`~kiana.errors.InputError` when neither holds a Liger CSV."""
+    when ``repo`` is not a git repository, a revision is unknown or the head is behind
+    the base; an :class:`~kiana.errors.InputError` when neither holds a Liger CSV; a
+    :class:`~kiana.culprits.gaterows.RowLimitError` beyond ``max_rows`` distinct rows."""
     repo = Path(
         history.git(history.require_repository(repo), "rev-parse", "--show-toplevel").strip()
         or repo
@@ -198,23 +271,47 @@ def gate(
     base_sha = history.resolve(repo, base, option="--base")
     head_sha = history.resolve(repo, head or "HEAD", option="--head" if head else "HEAD")
     worktree = head is None
-    past, known, files = _history(repo, base_sha)
-    fresh, head_files = head_rows(repo, base_sha, head_sha, worktree, known)
-    if files == 0 and head_files == 0:
+    warnings = _check_refs(repo, base_sha, head_sha, worktree)
+    shallow = shallow_warning(repo)
+    warnings += [shallow] if shallow else []
+    counter = Counter(max_rows)
+    past, known, files = history_rows(repo, base_sha, counter)
+    head_files = worktree_csvs(repo) if worktree else commit_csvs(repo, head_sha)
+    label = "worktree" if worktree else head_sha[:12]
+    fresh = head_rows(repo, (base_sha, head_sha), head_files, known, label, counter)
+    if files == 0 and not head_files.texts and not head_files.refused:
         raise InputError(
-            f"{repo}: no Liger CSVs: neither {base} nor the head holds {PATHSPEC}",
+            f"{terminal(repo)}: no Liger CSVs: neither {excerpt(base)} nor the head holds "
+            f"{PATHSPEC}",
             hint=_NO_CSV_HINT,
         )
-    origins = {_origin(r) for r in fresh if isinstance(r, Row)}
+    base_files = commit_csvs(repo, base_sha)
+    skipped = _new_skips(fresh.skipped, head_files, base_files)
+    good, rejected = _precheck(fresh, skipped)
+    cut = replaced_first(past, good, base_files)
     finder = Finder(repo, first_parent=False, span=(base_sha, head_sha))
-    analysis = _analyze([*past, *fresh], repo, options or JudgeOptions(), origins, finder)
+    analysis, load_rejected, origins = _analyze(
+        cut.kept, good, repo, options or JudgeOptions(), finder
+    )
+    runs = analysis.runs
+    quality = analysis.judgement.quality
+    books = Accounting(
+        refused=head_files.refused,
+        rejected=tuple(rejected + load_rejected),
+        conflicts=accounting.head_conflicts(quality, runs, origins),
+        unmatched=accounting.unmatched(runs, origins),
+        replaced_series=cut.series,
+        dropped_rows=cut.dropped,
+    )
     return GateResult(
         base=base_sha,
         head=head_sha,
         worktree=worktree,
         history_rows=len(known),
-        head_rows=sum(isinstance(r, Row) for r in fresh),
+        head_rows=len(fresh.rows) + len(skipped),
         findings=analysis.findings,
         steps=analysis.steps,
         judgement=analysis.judgement,
+        accounting=books,
+        warnings=tuple(warnings),
     )

@@ -11,7 +11,12 @@ change, so the ranking is:
    FROM..TO``: the main branch's merges and squashes) that touch the kernel's files,
    by the kind of file they touch (its own sources, then modules its sources import,
    then only its benchmark script; roles ``source``, ``imported``, ``benchmark``), the
-   newest first within a kind.
+   newest first within a kind;
+3. last, role ``late``: commits merged more than :data:`LATE` after the later session
+   was measured.  The code that session measured cannot hold them (on real history, the
+   cross_entropy B200 speed-up had three of its top six culprits merged weeks after its
+   later session); only the recording commit may be later, and it keeps its place.
+   A commit whose date is unknown (out of range) keeps its kind.
 
 The kernel's files are :mod:`kiana.culprits.layout`'s rule.  Each culprit is a dict:
 ``commit`` (full sha), ``subject``, ``pr`` (the number in ``(#123)``, or null), ``date``
@@ -31,7 +36,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,10 @@ from kiana.vocabulary import is_liger
 
 #: How long after the later session its rows may land in a commit (the hint's window).
 SLACK = timedelta(days=14)
+#: A commit merged this long after the later session was measured is ``late`` (a day
+#: absorbs a benchmark machine's clock and time zone).
+LATE = timedelta(days=1)
+LATE_ROLE = "late"
 
 _ORIGIN = re.compile(r"^([0-9a-f]{40}):(.+)$")
 
@@ -85,11 +94,29 @@ def kernel_files_at(repo: Path | None, kernel: str, commit: str | None) -> Kerne
     return layout.kernel_files(kernel, read, history.tree(repo, commit))
 
 
+def _naive(value: datetime) -> datetime:
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def _is_late(date: str | None, measured: datetime | None) -> bool:
+    if date is None or measured is None:
+        return False
+    try:
+        merged = datetime.strptime(date, "%Y-%m-%dT%H:%M:%SZ")
+        return merged - LATE > _naive(measured)
+    except (ValueError, OverflowError):
+        return False
+
+
 def rank(
-    found: tuple[history.Commit, ...], files: KernelFiles, recorded: str | None
+    found: tuple[history.Commit, ...],
+    files: KernelFiles,
+    recorded: str | None,
+    measured: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """The commits of ``found`` (newest first) touching the kernel, ranked (module
-    docstring); ``recorded``: the sha of the commit that recorded the later session."""
+    docstring); ``recorded``: the sha of the commit that recorded the later session,
+    ``measured``: when that session was measured (later commits go last, ``late``)."""
     ranked: list[tuple[int, int, dict[str, Any]]] = []
     for age, commit in enumerate(found):
         kinds = {path: files.kind(path) for path in commit.files}
@@ -99,6 +126,8 @@ def rank(
         strongest = min(layout.KINDS.index(k) for k in kinds.values() if k is not None)
         role = "recorded" if commit.sha == recorded else layout.KINDS[strongest]
         order = -1 if role == "recorded" else strongest
+        if role != "recorded" and _is_late(commit.date, measured):
+            role, order = LATE_ROLE, len(layout.KINDS)
         item = {
             "commit": commit.sha,
             "subject": commit.subject,
@@ -120,7 +149,10 @@ def _iso(value: object) -> str | None:
 def _window(row: Mapping[str, Any]) -> tuple[str | None, str | None]:
     start, end = row.get("from_observed_at"), row.get("to_observed_at")
     if isinstance(end, datetime):
-        end = end + SLACK
+        try:
+            end = end + SLACK
+        except OverflowError:  # a session at 9999-12-31 (a hostile row)
+            end = datetime.max
     return _iso(start), _iso(end)
 
 
@@ -139,7 +171,9 @@ class Finder:
         self.first_parent = first_parent
         #: One range for every row (the gate: base..head) instead of each row's origins.
         self.span = span
-        self._memo: dict[tuple[str, str, str, str | None], list[dict[str, Any]] | None] = {}
+        self._memo: dict[
+            tuple[str, str, str, str | None, datetime | None], list[dict[str, Any]] | None
+        ] = {}
         self._files: dict[tuple[str, str | None], KernelFiles] = {}
 
     def files(self, kernel: str, commit: str | None) -> KernelFiles:
@@ -149,11 +183,16 @@ class Finder:
         return self._files[key]
 
     def lookup(
-        self, kernel: str, start: str, end: str, recorded: str | None
+        self,
+        kernel: str,
+        start: str,
+        end: str,
+        recorded: str | None,
+        measured: datetime | None = None,
     ) -> list[dict[str, Any]] | None:
         """The ranked culprits of ``kernel`` among the commits of ``start..end`` (shas);
         None when the repository does not hold them."""
-        key = (kernel, start, end, recorded)
+        key = (kernel, start, end, recorded, measured)
         if key not in self._memo:
             assert self.repo is not None
             try:
@@ -162,7 +201,7 @@ class Finder:
                 self._memo[key] = None
             else:
                 files = self.files(kernel, end)
-                self._memo[key] = rank(found, files, recorded)
+                self._memo[key] = rank(found, files, recorded, measured)
         return self._memo[key]
 
     def command(
@@ -170,6 +209,8 @@ class Finder:
     ) -> str:
         files = self.files(kernel, end)
         mode = "--first-parent" if self.first_parent else "--no-merges"
+        if start and start == end:  # the work tree on its base: its uncommitted changes
+            return shlex.join(["git", "diff", start[:12], "--", *files.pathspecs()])
         if start and end:
             where = [f"{start[:12]}..{end[:12]}"]
         else:
@@ -185,8 +226,11 @@ class Finder:
         start, end = self.span or (origin_commit(row.get("from_origin")), recorded)
         since, until = _window(row)
         culprits = None
+        measured = row.get("to_observed_at")
         if self.repo is not None and start and end:
-            culprits = self.lookup(kernel, start, end, recorded)
+            culprits = self.lookup(
+                kernel, start, end, recorded, measured if isinstance(measured, datetime) else None
+            )
         if culprits is None:
             start = end = None
         return {

@@ -4,10 +4,13 @@ Liger-Kernel overwrites a row of ``benchmark/data/*.csv`` when a kernel is
 re-benchmarked, so each release's numbers survive only in git.  This module walks
 the history with plain ``git`` subprocess calls (no network, no library):
 
-1. ``git log --format=... --name-status --diff-merges=first-parent RANGE -- PATHSPEC``
-   lists every commit (merges compared with their first parent) that added or changed a
-   CSV under ``benchmark/data/``, with the files it touched;
-2. ``git show COMMIT:PATH`` reads each touched file as it was at that commit;
+1. ``git log -z --raw --diff-merges=first-parent RANGE -- PATHSPEC`` lists every commit
+   (merges compared with their first parent) that added or changed a CSV under
+   ``benchmark/data/``, with the files it touched, their modes and blobs, NUL-separated
+   (:mod:`kiana.importers.gitread`: any file name reads as it is);
+2. one ``git cat-file --batch`` reads each touched file as it was at that commit (a
+   symbolic link, a submodule or a blob over 256 MiB is a skipped row naming it, never
+   read);
 3. rows are read with the file's path, which renames the plain ``liger`` provider of a
    per-backend CSV (see ``kernel_provider`` in :mod:`kiana.importers.liger`), then
    deduplicated on their full content (cells by column name, so a reordered header does
@@ -20,22 +23,39 @@ version of the file; their documents carry the labels ``liger_csv`` (the path) a
 before Liger recorded ``liger_version`` get the release named in that commit's
 ``pyproject.toml`` / ``setup.py`` (when one is there).  A version of a CSV whose header
 holds none of Liger's columns is one skipped row; a repository with no Liger CSV in its
-history (or none among the versions read) is an :class:`~kiana.errors.InputError`.
+history (or none among the versions read) is an :class:`~kiana.errors.InputError`.  A
+shallow clone imports with a warning: rows older than its cut are missing.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from kiana.errors import InputError, KianaError
-from kiana.importers.liger import ImportResult, NotLigerCsvError, convert_rows, read_rows
+from kiana.errors import InputError
+from kiana.importers.gitread import (
+    MODE_NAMES,
+    REGULAR_MODES,
+    git,
+    parse_raw,
+    read_blobs,
+    shallow_warning,
+)
+from kiana.importers.liger import (
+    MAX_CSV_BYTES,
+    ImportResult,
+    NotLigerCsvError,
+    convert_rows,
+    read_rows,
+)
 from kiana.importers.rows import Row, Skipped
+from kiana.safe import excerpt, terminal
+
+__all__ = ["PATHSPEC", "CsvVersion", "GitImportResult", "csv_versions", "git", "import_git"]
 
 PATHSPEC = "benchmark/data/*.csv"
 _NO_CSV_HINT = (
@@ -57,6 +77,8 @@ class CsvVersion:
     text: str
     #: Liger release named by the commit's packaging files (None if none found).
     release: str | None
+    #: Why the version was not read (a link, a submodule, too large); None when it was.
+    refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,64 +91,37 @@ class GitImportResult:
     liger_versions: tuple[str, ...]
 
 
-def git(
-    repo: Path,
-    *args: str,
-    check: bool = True,
-    error: type[KianaError] = InputError,
-    hint: str = "pass a Liger-Kernel checkout (--git DIR) and a valid --rev range",
-) -> str:
-    """The standard output of ``git -C REPO ARGS`` (plain subprocess, no network); an
-    ``error`` (a :class:`KianaError` subclass) with ``hint`` when git fails or is missing."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), *args],
-            check=check,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-        )
-    except FileNotFoundError:
-        raise error("git is not installed", hint="install git") from None
-    except subprocess.CalledProcessError as exc:
-        raise error(f"{repo}: git {args[0]} failed: {exc.stderr.strip()}", hint=hint) from None
-    return done.stdout
-
-
-def touched_files(repo: Path, rev: str | None = None) -> list[tuple[str, list[str]]]:
-    """(commit, CSV paths it added or changed), oldest commit first."""
+def touched_files(
+    repo: Path, rev: str | None = None
+) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """(commit, [(CSV path, mode, blob)] it added or changed), oldest commit first; read
+    NUL-separated (``-z``), so any file name is read as it is."""
     if not repo.is_dir():
-        raise InputError(f"{repo}: not a directory", hint="pass a Liger-Kernel checkout")
+        raise InputError(f"{terminal(repo)}: not a directory", hint="pass a Liger-Kernel checkout")
     if rev is not None and rev.startswith("-"):
         raise InputError(
-            f"--rev {rev!r}: a revision range cannot start with '-'",
+            f"--rev {excerpt(rev)}: a revision range cannot start with '-'",
             hint="give commits, tags or ranges such as v0.4.0..main",
         )
     out = git(
         repo,
         "log",
         "--reverse",
+        "-z",
         "--format=%x00%H",
-        "--name-status",
+        "--raw",
+        "--no-abbrev",
         "--no-renames",
         "--diff-merges=first-parent",
         rev or "HEAD",
         "--",
         PATHSPEC,
     )
-    commits: list[tuple[str, list[str]]] = []
-    for block in out.split("\0")[1:]:
-        lines = [line for line in block.splitlines() if line.strip()]
-        if not lines:
-            continue
-        paths = [
-            line.split("\t", 1)[1]
-            for line in lines[1:]
-            if "\t" in line and not line.startswith("D")
-        ]
+    commits = []
+    for commit, changes in parse_raw(out):
+        paths = [(path, mode, blob) for path, mode, blob, status in changes if status != "D"]
         if paths:
-            commits.append((lines[0].strip(), paths))
+            commits.append((commit, paths))
     return commits
 
 
@@ -143,15 +138,32 @@ def release_at(repo: Path, commit: str) -> str | None:
     return None
 
 
+def refusal(path: str, mode: str) -> str | None:
+    """Why a tree entry of ``mode`` is not read as a CSV (None: a regular file)."""
+    if mode in REGULAR_MODES:
+        return None
+    return f"{MODE_NAMES.get(mode, 'not a regular file')} in git (mode {mode}): not read"
+
+
 def csv_versions(repo: Path, rev: str | None = None) -> Iterator[CsvVersion]:
-    for commit, paths in touched_files(repo, rev):
+    """Every version of a CSV that a commit of ``rev`` added or changed, oldest first.
+    A link or submodule is a version with ``refused`` set and no text; a blob larger
+    than :data:`~kiana.importers.liger.MAX_CSV_BYTES` too."""
+    touched = touched_files(repo, rev)
+    blobs = read_blobs(
+        repo, (b for _, paths in touched for _, m, b in paths if m in REGULAR_MODES), MAX_CSV_BYTES
+    )
+    for commit, paths in touched:
         release: str | None = None
-        for path in paths:
-            text = git(repo, "show", f"{commit}:{path}")
-            header = text.split("\n", 1)[0]
-            if "liger_version" not in header and release is None:
+        for path, mode, blob in paths:
+            refused = refusal(path, mode)
+            text = blobs.get(blob) if refused is None else None
+            if refused is None and text is None:
+                refused = f"larger than {MAX_CSV_BYTES >> 20} MiB or unreadable: not read"
+            header = (text or "").split("\n", 1)[0]
+            if text is not None and "liger_version" not in header and release is None:
                 release = release_at(repo, commit)
-            yield CsvVersion(commit, path, text, release)
+            yield CsvVersion(commit, path, text or "", release, refused)
 
 
 def _ever_had_csvs(repo: Path) -> bool:
@@ -181,6 +193,9 @@ def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
         files += 1
         defaults = {"liger_version": version.release} if version.release else None
         source = f"{version.commit[:12]}:{version.path}"
+        if version.refused is not None:
+            rows.append(Skipped(source, 1, None, version.refused))
+            continue
         rows_of_file = read_rows(
             version.text, source, csv_name=version.path, commit=version.commit, defaults=defaults
         )
@@ -207,6 +222,9 @@ def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
             hint=_NO_CSV_HINT,
         )
     result = convert_rows(rows, sources=[str(repo)])
+    shallow = shallow_warning(repo)
+    if shallow is not None:
+        result = replace(result, warnings=(*result.warnings, shallow))
     versions = sorted(
         {d["run"]["metadata"]["labels"]["liger_version"] for d in result.documents},
         key=_version_key,

@@ -74,8 +74,11 @@ benchmark sessions apart by them: one file at one commit):
 from __future__ import annotations
 
 import csv
+import errno
 import io
+import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,8 +88,9 @@ from typing import Any
 from kiana.documents import RunSpec, build_document
 from kiana.errors import InputError
 from kiana.importers.gpus import gpu_is_known
-from kiana.importers.rows import COLUMNS, LigerRowError, Row, Skipped, row_spec
+from kiana.importers.rows import COLUMNS, LigerRowError, Row, Skipped, normalise, row_spec
 from kiana.importers.workloads import part_name, separate_collisions
+from kiana.safe import name_like, terminal
 from kiana.vocabulary import LIGER, LIGER_PREFIX
 
 
@@ -95,13 +99,30 @@ class NotLigerCsvError(InputError):
 
     def __init__(self, source: str, header: Sequence[str]) -> None:
         self.source = source
-        found = ", ".join(header) if header else "no header, the file is empty"
         super().__init__(
             f"{source}: not a Liger benchmark CSV: none of Liger's columns in its header "
-            f"(found: {found})",
+            f"({describe_header(header)})",
             hint=f"pass Liger-Kernel's benchmark/data/*.csv, whose columns are "
             f"{', '.join(COLUMNS)}",
         )
+
+
+def describe_header(header: Sequence[str]) -> str:
+    """What a foreign header holds, without quoting it: only short, name-like cells
+    are shown (the file may be a link to a secret, ``/proc/self/environ``).
+
+    >>> describe_header(["a", "b"])
+    'found: a, b'
+    >>> describe_header(["GH_TOKEN=ghp_0123456789abcdef\\x00HOME=/root"])
+    'found 1 column(s); none shown: not column names'
+    """
+    if not header:
+        return "no header, the file is empty"
+    shown = [cell for cell in header[:5] if name_like(cell)]
+    if len(shown) < min(len(header), 5):
+        return f"found {len(header):,} column(s); none shown: not column names"
+    more = f", ... ({len(header):,} in all)" if len(header) > 5 else ""
+    return "found: " + ", ".join(shown) + more
 
 
 #: Liger's per-backend CSVs: ``all_benchmark_data_<backend>.csv``.
@@ -165,7 +186,7 @@ def read_rows(
             yield Skipped(source, line, None, f"expected {len(header)} fields, found {len(cells)}")
             continue
         record = dict(defaults or {})
-        record.update(zip(header, cells, strict=True))
+        record.update(normalise(dict(zip(header, cells, strict=True))))
         renamed_from = None
         provider = record.get("kernel_provider")
         renamed = backend_provider(provider, backend)
@@ -252,21 +273,48 @@ def convert_rows(rows: Iterable[Row | Skipped], *, sources: Sequence[str] = ()) 
         documents=tuple(build_document(s) for s in specs),
         rows_read=read,
         skipped=tuple(skipped),
-        warnings=tuple(warnings),
+        warnings=tuple(terminal(w) for w in warnings),
         sources=tuple(sources),
     )
 
 
+#: The largest CSV read, in bytes (Liger's largest is 0.65 MB).
+MAX_CSV_BYTES = 256 * 1024 * 1024
+
+
+def _refuse(path: Path, why: str, hint: str) -> InputError:
+    return InputError(f"{terminal(path)}: {why}", hint=hint)
+
+
 def read_csv_file(path: Path) -> str:
+    """The text of one CSV file: a regular file, opened without following a link
+    (``O_NOFOLLOW``: a link is refused and named, never read) and without blocking on a
+    FIFO, at most :data:`MAX_CSV_BYTES`, UTF-8 (a BOM dropped).  Errors never quote
+    the file."""
+    hint = "pass Liger CSVs, e.g. benchmark/data/*.csv"
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        return path.read_text(encoding="utf-8-sig")
+        fd = os.open(path, flags)
     except FileNotFoundError:
-        raise InputError(
-            f"{path}: no such file", hint="pass Liger CSVs, e.g. benchmark/data/*.csv"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"{path}: cannot read: {exc}", hint="pass UTF-8 CSV files written by Liger"
+        raise _refuse(path, "no such file", hint) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refuse(
+                path, "a symbolic link: not followed", "pass the file it points to, if you trust it"
+            ) from None
+        raise _refuse(path, f"cannot read: {exc.strerror}", hint) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise _refuse(path, "not a regular file: not read", hint)
+        data = handle.read(MAX_CSV_BYTES + 1)
+    if len(data) > MAX_CSV_BYTES:
+        raise _refuse(path, f"larger than {MAX_CSV_BYTES >> 20} MiB: not read", hint)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _refuse(
+            path, f"not UTF-8 (byte {exc.start:,})", "pass UTF-8 CSV files written by Liger"
         ) from None
 
 

@@ -19,6 +19,7 @@ from kiana.documents import Metric, RunSpec, build_document
 from kiana.errors import KianaError
 from kiana.importers.gpus import parse_gpu
 from kiana.importers.workloads import workload_params, workload_slug
+from kiana.safe import excerpt, terminal
 
 COLUMNS: tuple[str, ...] = (
     "kernel_name",
@@ -129,7 +130,8 @@ class Skipped:
     reason: str
 
     def __str__(self) -> str:
-        return str(LigerRowError(self.source, self.line, self.column, self.reason).message)
+        """The message, one inert line (file names and cells come from the data)."""
+        return terminal(LigerRowError(self.source, self.line, self.column, self.reason).message)
 
 
 @dataclass(frozen=True)
@@ -165,16 +167,66 @@ class Row:
         return tuple(sorted(self.cells.items()))
 
 
+#: The largest quantile a row may carry (ms or MB): 1e9 ms is 11.6 days, 1e9 MB a
+#: petabyte.  Beyond it a number is a typo or an attack (``1e308`` overflows the
+#: nanosecond columns), not a measurement.
+MAX_VALUE = Decimal("1e9")
+#: The timestamps a row may carry: [1970-01-01, 2100-01-01).  ``9999-12-31`` or
+#: ``0001-01-01`` would overflow the date arithmetic of sessions and culprit windows.
+TIME_RANGE = (datetime(1970, 1, 1), datetime(2100, 1, 1))
+#: How deep a benchmark config may nest (Liger's are flat).
+MAX_CONFIG_DEPTH = 16
+
+
+#: Identity cells read in one spelling: lower case, inner whitespace one space.  Liger
+#: writes them so (every row of its real CSVs); ``Forward`` or ``Liger `` in a pull
+#: request's rows would otherwise start a series of its own and be compared with nothing.
+IDENTITY_CELLS: tuple[str, ...] = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+)
+_UNITS = {"ms": "ms", "mb": "MB"}
+
+
+def normalise(cells: dict[str, str]) -> dict[str, str]:
+    """``cells`` with the identity cells in Liger's spelling (:data:`IDENTITY_CELLS`
+    lower-cased, units ``ms``/``MB`` in any case, GPU names with single spaces); every
+    other cell as written.  The swept value ``1024.0`` reads as ``1024``
+    (:func:`kiana.importers.workloads.parse_scalar`).
+
+    >>> normalise({"kernel_operation_mode": " Forward ", "metric_unit": "MS"})
+    {'kernel_operation_mode': 'forward', 'metric_unit': 'ms'}
+    """
+    out = dict(cells)
+    for column in IDENTITY_CELLS:
+        if column in out:
+            out[column] = " ".join(out[column].split()).lower()
+    if "metric_unit" in out:
+        unit = out["metric_unit"].strip()
+        out["metric_unit"] = _UNITS.get(unit.lower(), unit)
+    if "gpu_name" in out:
+        out["gpu_name"] = " ".join(out["gpu_name"].split())
+    return out
+
+
 def _decimal(row: Row, column: str) -> Decimal:
     text = row.cells[column].strip()
     try:
         value = Decimal(text)
     except InvalidOperation:
-        raise LigerRowError(row.source, row.line, column, f"not a number: {text!r}") from None
+        raise LigerRowError(
+            row.source, row.line, column, f"not a number: {excerpt(text)}"
+        ) from None
     if not value.is_finite():
-        raise LigerRowError(row.source, row.line, column, f"not a finite number: {text!r}")
+        raise LigerRowError(row.source, row.line, column, f"not a finite number: {excerpt(text)}")
     if value < 0:
-        raise LigerRowError(row.source, row.line, column, f"negative value: {text!r}")
+        raise LigerRowError(row.source, row.line, column, f"negative value: {excerpt(text)}")
+    if value > MAX_VALUE:
+        raise LigerRowError(
+            row.source, row.line, column, f"out of range (above 1e9): {excerpt(text)}"
+        )
     return value
 
 
@@ -186,12 +238,54 @@ def _timestamp(row: Row) -> datetime:
     text = row.cells["timestamp"].strip()
     for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
         try:
-            return datetime.strptime(text, fmt)
+            parsed = datetime.strptime(text, fmt)
         except ValueError:
             continue
+        if not TIME_RANGE[0] <= parsed < TIME_RANGE[1]:
+            raise LigerRowError(
+                row.source, row.line, "timestamp", f"out of range (1970-2099): {excerpt(text)}"
+            )
+        return parsed
     raise LigerRowError(
-        row.source, row.line, "timestamp", f"not a timestamp 'YYYY-MM-DD HH:MM:SS': {text!r}"
+        row.source,
+        row.line,
+        "timestamp",
+        f"not a timestamp 'YYYY-MM-DD HH:MM:SS': {excerpt(text)}",
     )
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (iteratively: a hostile config must not recurse)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_CONFIG_DEPTH:
+            break
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _config(row: Row, text: str) -> dict[str, Any]:
+    column = "extra_benchmark_config_str"
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LigerRowError(
+            row.source, row.line, column, f"not JSON: {exc.msg} at {exc.pos}"
+        ) from None
+    except RecursionError:
+        raise LigerRowError(row.source, row.line, column, "JSON nested too deeply") from None
+    if not isinstance(config, dict):
+        raise LigerRowError(row.source, row.line, column, "not a JSON object")
+    if _depth(config) > MAX_CONFIG_DEPTH:
+        raise LigerRowError(
+            row.source, row.line, column, f"JSON nested deeper than {MAX_CONFIG_DEPTH} levels"
+        )
+    return config
 
 
 def _required(row: Row, column: str) -> str:
@@ -209,7 +303,10 @@ def row_spec(row: Row) -> RunSpec:
     metric_name = values["metric_name"]
     if metric_name not in METRICS:
         raise LigerRowError(
-            row.source, row.line, "metric_name", f"unknown metric {metric_name!r} (speed|memory)"
+            row.source,
+            row.line,
+            "metric_name",
+            f"unknown metric {excerpt(metric_name)} (speed|memory)",
         )
     unit, metric = METRICS[metric_name]
     if values["metric_unit"] != unit:
@@ -217,16 +314,9 @@ def row_spec(row: Row) -> RunSpec:
             row.source,
             row.line,
             "metric_unit",
-            f"{metric_name} rows must be in {unit}, found {values['metric_unit']!r}",
+            f"{metric_name} rows must be in {unit}, found {excerpt(values['metric_unit'])}",
         )
-    try:
-        config = json.loads(values["extra_benchmark_config_str"])
-    except json.JSONDecodeError as exc:
-        raise LigerRowError(
-            row.source, row.line, "extra_benchmark_config_str", f"not JSON: {exc}"
-        ) from None
-    if not isinstance(config, dict):
-        raise LigerRowError(row.source, row.line, "extra_benchmark_config_str", "not a JSON object")
+    config = _config(row, values["extra_benchmark_config_str"])
     q20, q50, q80 = (_decimal(row, f"y_value_{q}") for q in (20, 50, 80))
     params = workload_params(values["x_name"], values["x_value"], config)
     if metric == "latency":

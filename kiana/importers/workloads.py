@@ -112,7 +112,12 @@ DTYPES: dict[str, str] = {
 
 
 def parse_scalar(text: str) -> int | float | str:
-    """``x_value`` text -> int, else finite float, else the text itself."""
+    """``x_value`` text -> int, else finite float, else the text itself.  A float with
+    an integral value reads as the int (``1024.0`` is the workload ``1024``).
+
+    >>> parse_scalar("1024.0"), parse_scalar("0.5"), parse_scalar("qwen2.5_7b")
+    (1024, 0.5, 'qwen2.5_7b')
+    """
     stripped = text.strip()
     try:
         return int(stripped)
@@ -122,7 +127,9 @@ def parse_scalar(text: str) -> int | float | str:
         number = float(stripped)
     except ValueError:
         return stripped
-    return number if math.isfinite(number) else stripped
+    if not math.isfinite(number):
+        return stripped
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
 
 
 def _dtype_short(value: object) -> str:

@@ -12,6 +12,14 @@ second :func:`connect` of an open file is a new cursor of the first (see
 :func:`_shared`), and, as with DuckDB's ``con.cursor()``, closing the first closes it
 too.  A file that other code of the process opened with ``duckdb.connect`` is opened
 the same way, with DuckDB's row groups.
+
+Safety (``tests/SECURITY.md``): DuckDB's extension autoinstall and autoload are off
+(:data:`CONFIG`: a SQLite file given as ``--db`` would otherwise make DuckDB download
+its SQLite extension); a file that is not DuckDB's, or a DuckDB file holding tables that
+are not kiana's, is a :class:`~kiana.errors.DatabaseError` before anything is written
+to it.  :func:`discard` removes a file only when this process created it and it holds
+no data (decided under DuckDB's lock on it): a failed command never deletes what
+another command wrote.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import duckdb
 from kiana.errors import DatabaseError
 from kiana.load.schema import check_schema, ensure_schema
 
-__all__ = ["ROW_GROUP_ROWS", "connect"]
+__all__ = ["CONFIG", "ROW_GROUP_ROWS", "connect", "created", "discard"]
 
 PathLike = str | os.PathLike[str]
 
@@ -36,6 +44,16 @@ ROW_GROUP_ROWS = 32_768
 
 #: The catalog name of the attached file.
 _NAME = "kiana"
+
+#: Every DuckDB instance kiana opens: no extension is installed or loaded behind its back
+#: (no network, and no code kiana did not ask for).
+CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+#: Resolved paths of the database files this process created (attached while absent).
+_CREATED: set[str] = set()
 
 #: The connections handed out, by resolved file path (weakly: a connection that is
 #: closed or collected no longer keeps its instance reachable from here).
@@ -51,33 +69,154 @@ def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.Du
     target = ":memory:" if db is None else os.fspath(db)
     read_only = read_only and db is not None
     try:
-        con = duckdb.connect(target) if db is None else _file(target, read_only)
-    except duckdb.IOException as exc:
-        text = str(exc)
-        if "lock" in text.lower():
-            raise DatabaseError(
-                f"{target}: the database is in use by another process",
-                hint="wait for the other kiana command to finish, or use another --db file",
-            ) from exc
-        raise DatabaseError(
-            f"{target}: cannot open the database ({text})",
-            hint="check the path, its permissions and the free disk space",
-        ) from exc
+        con = duckdb.connect(target, config=CONFIG) if db is None else _file(target, read_only)
     except duckdb.Error as exc:
-        raise DatabaseError(
-            f"{target}: not a usable DuckDB database ({exc})", hint="give a new --db file name"
-        ) from exc
+        raise open_error(target, exc) from None
     con.execute("SET preserve_insertion_order = false")
     # A load appends in one transaction: DuckDB writes each full row group to the file at
     # once instead of buffering five first (1M JSONL: 1,744 -> 1,284 MiB peak, 21.8 ->
     # 19.0 s; bench/README.md).
     con.execute("SET write_buffer_row_group_count = 1")
     try:
+        if db is not None:
+            _refuse_foreign(con, target)
         (check_schema if read_only else ensure_schema)(con)
+    except duckdb.Error as exc:
+        con.close()
+        raise open_error(target, exc) from None
     except BaseException:
         con.close()
         raise
     return con
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300]
+
+
+def open_error(target: str, exc: BaseException) -> DatabaseError:
+    """A clear :class:`DatabaseError` for DuckDB's error opening ``target``."""
+    from kiana.safe import terminal
+
+    text = _first_line(exc)
+    name = terminal(target)
+    if "lock" in text.lower():
+        return DatabaseError(
+            f"{name}: the database is in use by another process",
+            hint="wait for the other kiana command to finish, or use another --db file",
+        )
+    if _is_sqlite(target):
+        return DatabaseError(
+            f"{name}: a SQLite database, not a DuckDB one", hint="give a kiana (DuckDB) --db file"
+        )
+    if "not a valid DuckDB database" in text or "Corrupt" in text:
+        return DatabaseError(
+            f"{name}: not a DuckDB database file, or a corrupt one",
+            hint="give a new --db file name (kiana load PATH --db NEW.duckdb)",
+        )
+    if isinstance(exc, duckdb.IOException):
+        return DatabaseError(
+            f"{name}: cannot open the database ({terminal(text)})",
+            hint="check the path, its permissions and the free disk space",
+        )
+    return DatabaseError(
+        f"{name}: not a usable DuckDB database ({terminal(text)})", hint="give a new --db file name"
+    )
+
+
+def _is_sqlite(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _refuse_foreign(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """A :class:`DatabaseError` for a DuckDB file whose tables are not kiana's (kiana
+    would add its own beside them, or fail on a table of the same name)."""
+    tables = {
+        str(name)
+        for (name,) in con.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_catalog = current_database()"
+        ).fetchall()
+    }
+    if tables and "kiana_meta" not in tables:
+        from kiana.safe import terminal
+
+        shown = ", ".join(terminal(t)[:40] for t in sorted(tables)[:5])
+        raise DatabaseError(
+            f"{terminal(target)}: a DuckDB database that is not kiana's (it holds {shown})",
+            hint="give a new --db file name: kiana never writes into another program's database",
+        )
+
+
+def created(db: PathLike) -> bool:
+    """Whether this process created the database file ``db``."""
+    return os.path.realpath(os.fspath(db)) in _CREATED
+
+
+def discard(db: PathLike) -> bool:
+    """Remove ``db`` (and its ``.wal``) when this process created it and it holds no
+    data: no run, no load, no reject.  Decided while holding DuckDB's lock on it, so no
+    other process writes to it meanwhile; a file another process has open, or one with
+    anyone's data, is left alone.  Whether it was removed."""
+    path = os.fspath(db)
+    key = os.path.realpath(path)
+    if key not in _CREATED:
+        return False
+    con = duckdb.connect(":memory:", config=CONFIG)
+    try:
+        try:
+            con.execute(f"ATTACH {_quoted(path)} AS doomed")
+        except duckdb.Error as exc:
+            if "lock" in str(exc).lower() or "already attached" in str(exc):
+                return False
+            # Not a database (a load that failed writing its first block): nobody's data.
+            return _unlink(path, key)
+        if _holds_data(con):
+            return False
+        return _unlink(path, key)
+    finally:
+        con.close()
+
+
+def _holds_data(con: duckdb.DuckDBPyConnection) -> bool:
+    tables = {
+        str(name)
+        for (name,) in con.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_catalog = 'doomed' AND table_type = 'BASE TABLE'"
+        ).fetchall()
+    }
+    if tables - {"kiana_meta", "loads", "runs", "run_details", "protocols", "environments",
+                 "rejects", "warnings"}:  # fmt: skip
+        return True
+    for table in ("runs", "loads", "rejects"):
+        if table in tables:
+            (count,) = con.execute(f"SELECT count(*) FROM doomed.{table}").fetchone() or (0,)
+            if count:
+                return True
+    return False
+
+
+def _unlink(path: str, key: str) -> bool:
+    _CREATED.discard(key)
+    removed = False
+    for leftover in (path, path + ".wal"):
+        try:
+            os.unlink(leftover)
+            removed = True
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+    return removed
+
+
+def _quoted(path: str) -> str:
+    return "'" + path.replace("'", "''") + "'"
 
 
 def _file(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -112,12 +251,14 @@ def _shared(key: str) -> tuple[duckdb.DuckDBPyConnection, str] | None:
 
 
 def _attach(path: str, read_only: bool) -> tuple[duckdb.DuckDBPyConnection, str]:
-    con = duckdb.connect(":memory:")
-    quoted = "'" + path.replace("'", "''") + "'"
+    con = duckdb.connect(":memory:", config=CONFIG)
     mode = ", READ_ONLY" if read_only else ""
+    existed = os.path.lexists(path)
     try:
-        con.execute(f"ATTACH {quoted} AS {_NAME} (ROW_GROUP_SIZE {ROW_GROUP_ROWS}{mode})")
+        con.execute(f"ATTACH {_quoted(path)} AS {_NAME} (ROW_GROUP_SIZE {ROW_GROUP_ROWS}{mode})")
         con.execute(f"USE {_NAME}")
+        if not existed:
+            _CREATED.add(os.path.realpath(path))
     except duckdb.Error as exc:
         con.close()
         if "already attached" not in str(exc):

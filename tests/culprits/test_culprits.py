@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -61,18 +62,25 @@ def csv_text(*sessions: list[dict[str, str]]) -> str:
 
 
 class LigerRepo:
-    """A git repository laid out like Liger-Kernel, built commit by commit."""
+    """A git repository laid out like Liger-Kernel, built commit by commit.  Commits are
+    dated by a clock that starts on 2024-12-01 and moves one hour per commit (before
+    every session the tests record, so no culprit is ``late``), or at ``date``."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.clock = 1_733_011_200  # 2024-12-01T00:00:00Z
         path.mkdir(parents=True)
         self.git("init", "-q", "-b", "main")
         self.git("config", "user.email", "t@example.com")
         self.git("config", "user.name", "t")
 
-    def git(self, *args: str) -> str:
+    def git(self, *args: str, env: dict[str, str] | None = None) -> str:
         done = subprocess.run(
-            ["git", "-C", str(self.path), *args], check=True, capture_output=True, text=True
+            ["git", "-C", str(self.path), *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
         )
         return done.stdout.strip()
 
@@ -82,10 +90,14 @@ class LigerRepo:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
 
-    def commit(self, files: dict[str, str], message: str) -> str:
+    def commit(self, files: dict[str, str], message: str, *, date: str | None = None) -> str:
         self.write(files)
         self.git("add", *files)
-        self.git("commit", "-q", "-m", message)
+        self.clock += 3600
+        when = date or f"@{self.clock} +0000"
+        self.git(
+            "commit", "-q", "-m", message, env={"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+        )
         return self.git("rev-parse", "HEAD")
 
 

@@ -1,0 +1,112 @@
+"""The head's benchmark CSVs, read as a pull request's files must be: untrusted.
+
+A pull request controls its work tree and its commits: a CSV may be a symbolic link to
+``/proc/self/environ`` or ``~/.ssh``, ``benchmark/data`` itself may be a link to a
+folder outside the repository, a name may hold a newline.  So:
+
+* in the work tree, ``benchmark``, ``benchmark/data`` and each ``*.csv`` are checked
+  with ``lstat`` (never followed); a link or anything but a regular file is *refused*:
+  named in the gate's output, never read, and the gate fails closed (its rows cannot
+  be judged); files are opened with ``O_NOFOLLOW``
+  (:func:`kiana.importers.liger.read_csv_file`);
+* at a commit, ``git ls-tree -z`` gives each entry's mode: a link (``120000``) or a
+  submodule is refused the same way; blobs are read by id (:mod:`kiana.importers.gitread`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from kiana.errors import InputError
+from kiana.importers.git import refusal
+from kiana.importers.gitread import read_blobs, tree_entries
+from kiana.importers.liger import MAX_CSV_BYTES, read_csv_file
+from kiana.safe import terminal
+
+DATA = "benchmark/data"
+
+
+@dataclass(frozen=True)
+class HeadFiles:
+    """``benchmark/data/*.csv`` of one side: path -> text, and what was refused."""
+
+    texts: dict[str, str]
+    refused: tuple[str, ...] = ()  #: one message per refused entry, naming it
+
+
+def _is_csv(path: str) -> bool:
+    return path.endswith(".csv") and path.count("/") == 2 and path.startswith(DATA + "/")
+
+
+def _refused_folder(repo: Path) -> str | None:
+    """Why ``benchmark/data`` of the work tree cannot be listed (a link on the way)."""
+    current = repo
+    for part in DATA.split("/"):
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return None
+        if stat.S_ISLNK(mode):
+            target = "outside the repository"
+            try:
+                if os.path.realpath(current).startswith(os.path.realpath(repo) + os.sep):
+                    target = "inside the repository"
+            except OSError:
+                pass
+            return f"{current.relative_to(repo)}: a symbolic link ({target}): not followed"
+        if not stat.S_ISDIR(mode):
+            return f"{current.relative_to(repo)}: not a folder: not read"
+    return None
+
+
+def worktree_csvs(repo: Path) -> HeadFiles:
+    """The work tree's ``benchmark/data/*.csv`` (module docstring)."""
+    why = _refused_folder(repo)
+    if why is not None:
+        return HeadFiles({}, (why,))
+    folder = repo / DATA
+    if not folder.is_dir():
+        return HeadFiles({})
+    texts: dict[str, str] = {}
+    refused: list[str] = []
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if not entry.name.endswith(".csv"):
+                continue
+            path = f"{DATA}/{entry.name}"
+            if entry.is_symlink():
+                refused.append(f"{path}: a symbolic link: not followed")
+            elif not entry.is_file(follow_symlinks=False):
+                refused.append(f"{path}: not a regular file: not read")
+            else:
+                try:
+                    texts[path] = read_csv_file(Path(entry.path))
+                except InputError as exc:
+                    refused.append(f"{path}: {exc.message.rsplit(': ', 1)[-1]}")
+    return HeadFiles(texts, tuple(terminal(r) for r in refused))
+
+
+def commit_csvs(repo: Path, commit: str) -> HeadFiles:
+    """``benchmark/data/*.csv`` as committed at ``commit`` (module docstring)."""
+    entries = list(tree_entries(repo, commit, DATA))
+    refused = [
+        f"{path}: {why}"
+        for path, mode, _ in entries
+        if (path == DATA or _is_csv(path)) and (why := refusal(path, mode)) is not None
+    ]
+    wanted = {
+        path: blob for path, mode, blob in entries if _is_csv(path) and not refusal(path, mode)
+    }
+    blobs = read_blobs(repo, wanted.values(), MAX_CSV_BYTES)
+    texts = {}
+    for path, blob in wanted.items():
+        text = blobs.get(blob)
+        if text is None:
+            refused.append(f"{path}: larger than {MAX_CSV_BYTES >> 20} MiB: not read")
+        else:
+            texts[path] = text
+    return HeadFiles(texts, tuple(terminal(r) for r in refused))

@@ -1,0 +1,191 @@
+"""Reading git's objects with plain ``git`` subprocesses, safely for hostile histories.
+
+Everything here reads git's machine formats: NUL-separated output (``-z``), so a file
+name with non-ASCII characters, quotes or a newline is read as it is (git's quoted
+output would name another file); blobs by their object id through one ``git cat-file
+--batch`` (``git show REV:PATH`` parses the path); modes, so a symbolic link or a
+submodule committed where a CSV should be is named and never read as one.  No network:
+every command reads the local object database.
+
+>>> parse_raw("\\0" + "a" * 40 + "\\0\\n:000000 100644 " + "0" * 40 + " " + "b" * 40 + " A\\0x.csv\\0")
+[('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', [('x.csv', '100644', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', 'A')])]
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable, Iterator
+from functools import cache
+from pathlib import Path
+
+from kiana.errors import InputError, KianaError
+from kiana.safe import terminal
+
+#: A regular file's mode in git (``100755``: executable, also regular).
+REGULAR_MODES = ("100644", "100755")
+#: What other modes are, for the message that names a refused entry.
+MODE_NAMES = {"120000": "a symbolic link", "160000": "a submodule"}
+
+
+def git(
+    repo: Path,
+    *args: str,
+    check: bool = True,
+    error: type[KianaError] = InputError,
+    hint: str = "pass a Liger-Kernel checkout (--git DIR) and a valid --rev range",
+) -> str:
+    """The standard output of ``git -C REPO ARGS`` (plain subprocess, no network); an
+    ``error`` (a :class:`KianaError` subclass) with ``hint`` when git fails or is
+    missing.  Its message quotes at most git's first line of errors, made inert."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args],
+            check=check,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+    except FileNotFoundError:
+        raise error("git is not installed", hint="install git") from None
+    except subprocess.CalledProcessError as exc:
+        first = (exc.stderr.strip().splitlines() or [""])[0][:200]
+        raise error(
+            f"{terminal(repo)}: git {args[0]} failed: {terminal(first)}", hint=hint
+        ) from None
+    return done.stdout
+
+
+def parse_raw(out: str) -> list[tuple[str, list[tuple[str, str, str, str]]]]:
+    """``git log -z --format=%x00%H --raw --no-renames --no-abbrev`` -> (commit, [(path,
+    new mode, new blob, status)]) per commit, in git's order.  An empty token starts a
+    commit (no path is empty); each ``:`` status record is followed by its path."""
+    commits: list[tuple[str, list[tuple[str, str, str, str]]]] = []
+    tokens = iter(out.split("\0"))
+    for token in tokens:
+        if token == "":
+            sha = next(tokens, "").strip()
+            if sha:
+                commits.append((sha, []))
+            continue
+        record = token.lstrip("\n")
+        if not record.startswith(":") or not commits:
+            continue
+        path = next(tokens, "")
+        fields = record[1:].split(" ")
+        if len(fields) >= 5 and path:
+            commits[-1][1].append((path, fields[1], fields[3], fields[4][:1]))
+    return commits
+
+
+def parse_tree(out: str) -> list[tuple[str, str, str]]:
+    """``git ls-tree -z`` -> (path, mode, object id)."""
+    entries = []
+    for record in out.split("\0"):
+        meta, tab, path = record.partition("\t")
+        fields = meta.split(" ")
+        if tab and len(fields) == 3:
+            entries.append((path, fields[0], fields[2]))
+    return entries
+
+
+class Blobs:
+    """Blobs by object id through one ``git cat-file --batch`` process (a context
+    manager).  :meth:`read` gives the text (UTF-8, bad bytes replaced, a BOM dropped),
+    or None for an object that is missing, not a blob, or larger than ``limit``."""
+
+    def __init__(self, repo: Path, limit: int) -> None:
+        self.limit = limit
+        try:
+            self._process = subprocess.Popen(
+                ["git", "-C", str(repo), "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except FileNotFoundError:
+            raise InputError("git is not installed", hint="install git") from None
+
+    def __enter__(self) -> Blobs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        process = self._process
+        if process.stdin is not None and not process.stdin.closed:
+            process.stdin.close()
+        if process.stdout is not None:
+            process.stdout.close()
+        process.wait()
+
+    def read(self, blob: str) -> str | None:
+        process = self._process
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(blob.encode("ascii", "replace") + b"\n")
+        process.stdin.flush()
+        header = process.stdout.readline().decode("ascii", "replace").split()
+        if len(header) != 3 or header[1] != "blob" or not header[2].isdigit():
+            return None
+        size = int(header[2])
+        if size > self.limit:
+            _discard(process.stdout, size + 1)
+            return None
+        data = process.stdout.read(size)
+        process.stdout.read(1)  # the newline after the content
+        return data.decode("utf-8", "replace").removeprefix("\ufeff")
+
+
+def _discard(stream: object, size: int) -> None:
+    read = getattr(stream, "read")  # noqa: B009 - a binary stream
+    while size > 0:
+        chunk = read(min(size, 1 << 20))
+        if not chunk:
+            return
+        size -= len(chunk)
+
+
+def is_shallow(repo: Path) -> bool:
+    """Whether ``repo`` is a shallow clone (its history is cut at some commits)."""
+    out = git(repo, "rev-parse", "--is-shallow-repository", check=False)
+    return out.strip() == "true"
+
+
+@cache
+def grafts(repo: Path) -> frozenset[str]:
+    """The commits a shallow clone cut the history at (their parents are missing: git
+    shows them as adding every file they hold).  Empty for a full clone."""
+    if not is_shallow(repo):
+        return frozenset()
+    name = git(repo, "rev-parse", "--git-path", "shallow", check=False).strip()
+    path = Path(name) if Path(name).is_absolute() else repo / name
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return frozenset()
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+def shallow_warning(repo: Path) -> str | None:
+    """A warning for a shallow clone, or None."""
+    cut = grafts(repo)
+    if not cut:
+        return None
+    return (
+        f"shallow clone: the history is cut at {len(cut)} commit(s) ({', '.join(sorted(c[:12] for c in cut)[:3])}): "
+        "rows before them are missing and those commits are never blamed "
+        "(check out with fetch-depth: 0)"
+    )
+
+
+def tree_entries(repo: Path, commit: str, under: str) -> Iterator[tuple[str, str, str]]:
+    """(path, mode, object id) of every entry under ``under`` at ``commit``."""
+    out = git(repo, "ls-tree", "-r", "-z", "--full-tree", commit, "--", under, check=False)
+    yield from parse_tree(out)
+
+
+def read_blobs(repo: Path, blobs: Iterable[str], limit: int) -> dict[str, str | None]:
+    """The text of each blob (None: missing or larger than ``limit``)."""
+    with Blobs(repo, limit) as reader:
+        return {blob: reader.read(blob) for blob in dict.fromkeys(blobs)}
