@@ -131,11 +131,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return USAGE
+    from kiana.commands.common import database_errors, discard_new_database
+
     fresh = _new_database(args)
     try:
-        code: int = args._run(args)
+        with database_errors(getattr(args, "db", None)):
+            code: int = args._run(args)
     except KianaError as exc:
-        _remove(fresh)
+        discard_new_database(fresh)
+        if interrupted(exc):
+            return _failed(args.command, exc)
         print(f"kiana {args.command}: error: {terminal(exc.message)}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {terminal(exc.hint)}", file=sys.stderr)
@@ -146,10 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:  # every way out gets its own status
         if isinstance(exc, SystemExit):
             raise
-        _remove(fresh)
+        discard_new_database(fresh)
         return _failed(args.command, exc)
     if code == USAGE:
-        _remove(fresh)
+        discard_new_database(fresh)
     return code
 
 
@@ -204,14 +209,6 @@ def _new_database(args: argparse.Namespace) -> Path | None:
         return None
     path = Path(db)
     return None if path.exists() else path
-
-
-def _remove(path: Path | None) -> None:
-    if path is None:
-        return
-    for leftover in (path, path.with_name(path.name + ".wal")):
-        with contextlib.suppress(OSError):
-            leftover.unlink()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -171,17 +171,6 @@ def _doc_origin(doc: dict[str, Any]) -> str:
     return f"{commit}:{csv}" if commit else str(csv)
 
 
-class _HeadSelection(Selection):
-    """The findings of head sessions.  An empty judgement's ``to_origin`` column may not
-    be a string column (a history with zero findings crashed ``is_in``): it is cast
-    first.  (The cast belongs in :meth:`Selection.apply`; kept here until it is.)"""
-
-    def apply(self, frame: pl.DataFrame) -> pl.DataFrame:
-        if "to_origin" in frame.columns and frame.schema["to_origin"] != pl.String:
-            frame = frame.with_columns(pl.col("to_origin").cast(pl.String))
-        return super().apply(frame)
-
-
 def _analyze(
     past: list[Row | Skipped],
     fresh: list[Row],
@@ -221,7 +210,7 @@ def _analyze(
             options,
             git=repo,
             finder=finder,
-            selection=_HeadSelection(to_origin=tuple(origins)),
+            selection=Selection(to_origin=tuple(origins)),
         )
     finally:
         con.close()

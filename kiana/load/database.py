@@ -159,7 +159,7 @@ def created(db: PathLike) -> bool:
 
 def discard(db: PathLike) -> bool:
     """Remove ``db`` (and its ``.wal``) when this process created it and it holds no
-    data: no run, no load, no reject.  Decided while holding DuckDB's lock on it, so no
+    data: no run, no reject, no remembered repository, no load that read anything.  Decided while holding DuckDB's lock on it, so no
     other process writes to it meanwhile; a file another process has open, or one with
     anyone's data, is left alone.  Whether it was removed."""
     path = os.fspath(db)
@@ -182,6 +182,15 @@ def discard(db: PathLike) -> bool:
         con.close()
 
 
+def _kiana_tables() -> list[str]:
+    """The tables kiana's schema creates (:data:`kiana.load.schema.DDL`)."""
+    import re
+
+    from kiana.load.schema import DDL
+
+    return re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", DDL)
+
+
 def _holds_data(con: duckdb.DuckDBPyConnection) -> bool:
     tables = {
         str(name)
@@ -190,12 +199,14 @@ def _holds_data(con: duckdb.DuckDBPyConnection) -> bool:
             "WHERE table_catalog = 'doomed' AND table_type = 'BASE TABLE'"
         ).fetchall()
     }
-    if tables - {"kiana_meta", "loads", "runs", "run_details", "protocols", "environments",
-                 "rejects", "warnings"}:  # fmt: skip
+    if tables - set(_kiana_tables()):
         return True
-    for table in ("runs", "loads", "rejects"):
+    # A load that read nothing (an empty folder) leaves a loads row but no one's data.
+    checks = {"runs": "true", "rejects": "true", "repositories": "true", "loads": "read > 0"}
+    for table, where in checks.items():
         if table in tables:
-            (count,) = con.execute(f"SELECT count(*) FROM doomed.{table}").fetchone() or (0,)
+            query = f"SELECT count(*) FROM doomed.{table} WHERE {where}"
+            (count,) = con.execute(query).fetchone() or (0,)
             if count:
                 return True
     return False
