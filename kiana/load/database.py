@@ -160,8 +160,9 @@ def created(db: PathLike) -> bool:
 def discard(db: PathLike) -> bool:
     """Remove ``db`` (and its ``.wal``) when this process created it and it holds no
     data: no run, no reject, no remembered repository, no load that read anything.
-    Decided while holding DuckDB's lock on it, so no other process writes to it meanwhile; a file another process has open, or one with
-    anyone's data, is left alone.  Whether it was removed."""
+    Decided while holding DuckDB's lock on it, so no other process writes to it
+    meanwhile; a file another process has open, or one with anyone's data, is left
+    alone.  Whether it was removed."""
     path = os.fspath(db)
     key = os.path.realpath(path)
     if key not in _CREATED:
