@@ -256,12 +256,13 @@ def filter_bar(
     filters: Mapping[str, Sequence[str]],
     *,
     preset: Mapping[str, tuple[str, str]] | None = None,
-    of: str = "",
+    of: str | None = "",
 ) -> Html:
     """Drop-down filters (``data-<key>`` of the rows) and a text box for one table;
     ``preset={"verdict": ("listed", "as kiana regressions")}`` adds a first option to
     that filter, selected, that shows the rows whose ``data-listed`` is ``yes``;
-    ``of`` follows the "showing N of M" count (what the M rows are)."""
+    ``of`` follows the "showing N of M" count (what the M rows are; None: no count
+    here, the page places :func:`counter` itself)."""
     tid = safe_id(table_id)
     parts = []
     for key, values in filters.items():
@@ -278,8 +279,15 @@ def filter_bar(
     parts.append(
         f'<label>search <input type="search" data-search="{tid}" placeholder="any text"></label>'
     )
-    parts.append(f'<span class="count" data-count="{tid}" data-of="{esc(of)}"></span>')
+    if of is not None:
+        parts.append(counter(table_id, of).markup)
     return Html(f'<div class="filters">{"".join(parts)}</div>')
+
+
+def counter(table_id: str, of: str = "") -> Html:
+    """The "showing N of M" of a table, filled in by the page's script; ``of`` follows
+    it (what the M rows are)."""
+    return Html(f'<span class="count" data-count="{safe_id(table_id)}" data-of="{esc(of)}"></span>')
 
 
 def section(id: str, title: str, body: object, intro: str | None = None) -> Html:

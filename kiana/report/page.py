@@ -22,6 +22,7 @@ from kiana.report.components import (
     badge,
     capped,
     change_cell,
+    counter,
     esc,
     filter_bar,
     fmt_number,
@@ -134,8 +135,9 @@ def findings_table(
         else f" {what}"
     )
     preset = {"verdict": ("listed", "listed (as kiana regressions)")}
-    bar = filter_bar(table_id, options, preset=preset, of=of)
-    return Html(f'{bar}{listed_note(counts, what)}<div class="scroll">{body}</div>{cap}')
+    bar = filter_bar(table_id, options, preset=preset, of=None)
+    said = Html(f'<p class="note">{counter(table_id, of)}. {listed_text(counts)}</p>')
+    return Html(f'{bar}{said}<div class="scroll">{body}</div>{cap}')
 
 
 def _finding_cells(r: dict[str, Any], charted: set[int]) -> list[object]:
@@ -165,15 +167,10 @@ def _step_cell(r: dict[str, Any]) -> Cell:
     )
 
 
-def listed_note(counts: Counts, what: str) -> Html:
+def listed_text(counts: Counts) -> Html:
     """What the table lists by default and what it does not, in the words and numbers
     of ``kiana regressions`` (:class:`kiana.pipeline.Counts`)."""
-    if counts.findings == 0:
-        return Html("")
-    text = (
-        f"Listed by default, as kiana regressions lists them: {counts.listed:,} of "
-        f"{counts.own:,} {what}"
-    )
+    text = "By default the table lists what kiana regressions lists"
     unlisted = ", ".join(f"{n:,} {why}" for why, n in counts.unlisted.items() if n)
     if unlisted:
         text += f"; not listed: {unlisted} (verdict 'all' shows them)"
@@ -182,7 +179,7 @@ def listed_note(counts: Counts, what: str) -> Html:
             f"; {counts.folded:,} baseline drift folded into the Liger findings they explain "
             "(named in their evidence, not counted again)"
         )
-    return note(text + ".")
+    return esc(text + ".")
 
 
 def _verdict_rank(verdict: object) -> int:
@@ -316,6 +313,17 @@ def speedup_section(g: Gathered, limit: int) -> Html:
     )
 
 
+def _charts_intro(g: Gathered) -> str:
+    """How many listed findings get a chart, and the option for more when capped."""
+    listed = g.latency_counts.listed + g.memory_counts.listed
+    if g.charted.height < listed:
+        return (
+            f"Charts for the {g.charted.height:,} most important of the {listed:,} listed "
+            "findings (kiana report --top N charts more)."
+        )
+    return f"Charts for the {listed:,} listed findings, most important first."
+
+
 def render(data: ReportData) -> str:
     """The whole page as one string: a function of ``data`` alone."""
     g = gather(data)
@@ -326,11 +334,10 @@ def render(data: ReportData) -> str:
         ("findings", lambda: findings_table(g.findings, charted, g.latency_counts,
                                             table_id="findings-table", limit=rows),
          "One row per kernel, timed pass, provider, GPU and pair of sessions, judged on its "
-         "whole workload sweep; change is the finding's estimate (pooled over the workloads, "
-         "control-adjusted for Liger; + = slower), ± its standard error. Memory findings are "
-         "under Memory. Click a column to sort; pick values to filter."),
+         "whole workload sweep; change: its estimate (pooled, control-adjusted for Liger; "
+         "+ = slower) ± its standard error. Memory findings are under Memory."),
         ("charts", lambda: chart_cards(g, data.judge_options),
-         f"Charts for the {g.charted.height} most important listed findings."),
+         _charts_intro(g)),
         ("speedup", lambda: speedup_section(g, rows),
          "Is Liger faster than the baselines measured beside it? Baseline median / Liger "
          "median (2× = Liger takes half the time), per kernel, pass and GPU."),

@@ -14,6 +14,7 @@ from kiana.report.components import (
     Html,
     Row,
     badge,
+    counter,
     esc,
     filter_bar,
     fmt_change,
@@ -79,6 +80,11 @@ def test_section_and_filter_bar() -> None:
     bar = str(filter_bar("tbl", {"gpu": ["H100"]}, preset={"gpu": ("listed", "listed <x>")}))
     assert '<option value="@listed" selected>listed &lt;x&gt;</option>' in bar
     assert '<select data-filter="gpu" data-table="tbl">' in bar
+    assert 'data-count="tbl"' in bar and "data-count" not in str(filter_bar("t", {}, of=None))
+    assert (
+        str(counter("t x", " <b>"))
+        == '<span class="count" data-count="t-x" data-of=" &lt;b&gt;"></span>'
+    )
 
 
 def test_a_row_carries_its_data_attributes() -> None:

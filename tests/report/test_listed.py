@@ -62,3 +62,10 @@ def test_the_report_says_what_it_does_not_list_and_folds_as_the_cli(
 def test_the_verdict_filter_starts_on_the_listed_rows(data_report: Made) -> None:
     assert data_report.html.count('<option value="@listed" selected>') == 1  # no memory rows
     assert "all but unchanged" not in data_report.html
+
+
+def test_the_chart_cap_counts_the_listed_findings(data_report: Made) -> None:
+    listed = len(cli_lines(data_report.listing))
+    assert listed > 30  # more than the default --top: the cap must be named
+    assert f"Charts for the 30 most important of the {listed} listed findings" in data_report.html
+    assert "(kiana report --top N charts more)" in data_report.html
