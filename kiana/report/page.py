@@ -282,7 +282,7 @@ def speedup_section(g: Gathered, limit: int) -> Html:
     spec = charts.speedup_spec(g.speedups, filter_element="#speedup-filter")
     legend = note(
         f"One row per kernel · pass · GPU where a Liger provider and a baseline were measured "
-        f"in the same session ({drawn:,} rows; nothing else is drawn). Each mark is one Liger "
+        f"in the same session ({drawn:,} rows, no empty ones). Each mark is one Liger "
         "provider against one baseline at the newest version both ran: the dot is the "
         "geometric mean over the workload sweep of baseline median / Liger median, the line "
         "runs from the slowest to the fastest workload. Right of the dashed 1× line Liger is "
