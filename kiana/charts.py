@@ -10,7 +10,7 @@ Altair's ``from_dict`` from the very Vega-Lite spec the report draws
     kiana.charts.finding(runs, result.steps, row)      # series + sweep side by side
     kiana.charts.series(runs, partition_id=..., step=("0.5.0", "0.6.0"))
     kiana.charts.sweep(result.steps, row)
-    kiana.charts.speedup(runs)                          # Liger over its baselines
+    kiana.charts.speedup(runs)                          # Liger over its baselines (dots)
     kiana.charts.overview(result.findings)              # kernel x GPU heat map
 
 Altair is imported inside the functions, so ``import kiana.charts`` stays light.
@@ -178,11 +178,13 @@ def finding(
 def speedup(
     runs: pl.DataFrame, *, version: str | None = None, max_rows: int | None = None
 ) -> alt.LayerChart:
-    """Geometric-mean speedup of each Liger provider over each same-run baseline
-    (baseline median / Liger median, >1 = Liger faster) per kernel, pass and GPU at
-    the newest version measured (or ``version``).  Cells below 1× are red; with more
-    than one kernel, a select under the chart shows one kernel's rows.  Every row
-    (or the first ``max_rows`` by name)."""
+    """How much faster each Liger provider is than each same-run baseline (baseline
+    median / Liger median, >1 = Liger faster) at the newest version measured (or
+    ``version``): a dot chart with one row per kernel · pass · GPU that has such a
+    comparison, a dot at the geometric mean over the workload sweep and a line from the
+    slowest to the fastest workload, the side below 1× shaded red; colour the baseline,
+    shape the Liger provider.  With more than one kernel or GPU, selects under the chart
+    narrow the rows.  Every row (or the first ``max_rows``)."""
     summary = frames.speedup_summary(frames.speedup_frame(runs, version=version))
     return _layer(speedup_spec(summary, max_rows=max_rows))
 

@@ -111,8 +111,8 @@ h3 { font-size: 15px; margin: 0 0 6px; }
   background: #fff; }
 .card .num { font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .card .label { color: var(--muted); font-size: 12px; }
-table.data { border-collapse: collapse; font-size: 13px; margin: 6px 0; }
-table.data th, table.data td { border-bottom: 1px solid var(--line); padding: 3px 8px;
+table.data { border-collapse: collapse; font-size: 12px; margin: 6px 0; }
+table.data th, table.data td { border-bottom: 1px solid var(--line); padding: 3px 6px;
   vertical-align: top; }
 table.data td { overflow-wrap: break-word; max-width: 460px; }
 table.data th { background: var(--bg); position: sticky; top: 34px; text-align: left; }
@@ -122,6 +122,9 @@ table.sortable th[aria-sort="descending"]::after { content: " ▼"; }
 td.right, th.right { text-align: right; font-variant-numeric: tabular-nums; }
 tr.empty td { color: var(--muted); font-style: italic; }
 .scroll table.data th { top: 0; }
+/* a finding is one line: cells whole, a long step breaks after its arrow only */
+#findings-table td, #memory-table td { white-space: nowrap; }
+.step { white-space: normal; } .step span { white-space: nowrap; }
 .scroll { max-height: 560px; overflow: auto; border: 1px solid var(--line); border-radius: 6px; }
 .badge { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 12px;
   font-weight: 600; color: #fff; background: var(--inc); }
@@ -142,12 +145,14 @@ td ol.culprits li { display: inline; }
 td ol.culprits li:first-child { display: inline-block; max-width: 300px; overflow: hidden;
   text-overflow: ellipsis; vertical-align: bottom; }
 .finding .meta { color: var(--muted); margin-bottom: 6px; }
+.finding .meta > details { display: inline-block; vertical-align: top; }
 .charts { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
 .chart { min-height: 60px; min-width: 300px; }
 .chart-scroll { max-height: min(720px, 75vh); overflow: auto; border: 1px solid var(--line);
   border-radius: 6px; padding: 6px; }
 .chart-filter label, .chart-filter select { font: inherit; }
 .chart-filter { margin: 6px 0; }
+.chart-filter .vega-bind { display: inline-block; margin-right: 18px; }
 .chart.pending::before { content: "chart renders when scrolled into view"; color: var(--muted); }
 @media print { nav { position: static; } .chart.pending::before { content: none; }
   .scroll, .chart-scroll { max-height: none; overflow: visible; } }
@@ -201,11 +206,15 @@ SCRIPT = r"""
       selects.forEach(function (s) {
         var have = row.getAttribute("data-" + s.getAttribute("data-filter"));
         if (s.value === "") return;
-        if (s.value.charAt(0) === "!" ? have === s.value.slice(1) : have !== s.value) ok = false;
+        // "@listed": the rows whose data-listed is "yes" (what kiana regressions lists)
+        if (s.value.charAt(0) === "@") have = row.getAttribute("data-" + s.value.slice(1));
+        if (have !== (s.value.charAt(0) === "@" ? "yes" : s.value)) ok = false;
       });
       if (ok && needle && row.textContent.toLowerCase().indexOf(needle) < 0) ok = false;
       row.hidden = !ok; if (ok) shown++;
     });
+    var none = table.querySelector("tfoot tr.none");
+    if (none) none.hidden = shown > 0 || total === 0;
     var count = document.querySelector('[data-count="' + tableId + '"]');
     if (count) count.textContent = "showing " + shown + " of " + total +
       (count.getAttribute("data-of") || "");

@@ -177,33 +177,55 @@ class Column:
     key: str | None = None  # row attribute data-<key> used by the filters
 
 
+@dataclass(frozen=True)
+class Row:
+    """A table row whose ``<tr>`` carries ``data`` as ``data-<name>`` attributes besides
+    its columns' keys (what a filter reads without a column of its own)."""
+
+    cells: Sequence[object]
+    data: Mapping[str, str]
+
+
 def table(
     columns: Sequence[Column],
-    rows: Iterable[Sequence[object]],
+    rows: Iterable[Sequence[object] | Row],
     *,
     id: str | None = None,
     sortable: bool = False,
     empty: str = "nothing to show",
+    none: str | None = None,
 ) -> Html:
-    """A table; cells are values or :class:`Cell`; filter keys become ``data-*``."""
+    """A table; cells are values or :class:`Cell`; filter keys (and a :class:`Row`'s
+    ``data``) become ``data-*``; ``none``: what the table says when its filters hide
+    every row (a footer row the page's script shows then)."""
     head = "".join(
         f'<th class="{c.align}"' + (' tabindex="0"' if sortable else "") + f">{esc(c.title)}</th>"
         for c in columns
     )
     body: list[str] = []
     for row in rows:
+        extra = row.data if isinstance(row, Row) else {}
+        cells_of = row.cells if isinstance(row, Row) else row
         attrs = "".join(
-            f' data-{c.key}="{esc(_text(v))}"' for c, v in zip(columns, row, strict=True) if c.key
-        )
-        cells = "".join(_td(c, v) for c, v in zip(columns, row, strict=True))
+            f' data-{c.key}="{esc(_text(v))}"'
+            for c, v in zip(columns, cells_of, strict=True)
+            if c.key
+        ) + "".join(f' data-{safe_id(k)}="{esc(v)}"' for k, v in extra.items())
+        cells = "".join(_td(c, v) for c, v in zip(columns, cells_of, strict=True))
         body.append(f"<tr{attrs}>{cells}</tr>")
     if not body:
         body.append(f'<tr class="empty"><td colspan="{len(columns)}">{esc(empty)}</td></tr>')
     id_attr = f' id="{safe_id(id)}"' if id else ""
     cls = "data sortable" if sortable else "data"
+    foot = (
+        f'<tfoot><tr class="empty none" hidden><td colspan="{len(columns)}">{esc(none)}'
+        "</td></tr></tfoot>"
+        if none
+        else ""
+    )
     return Html(
         f'<table{id_attr} class="{cls}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f"<tbody>{''.join(body)}</tbody>{foot}</table>"
     )
 
 
@@ -233,20 +255,22 @@ def filter_bar(
     table_id: str,
     filters: Mapping[str, Sequence[str]],
     *,
-    hide: Mapping[str, str] | None = None,
-    of: str = "",
+    preset: Mapping[str, tuple[str, str]] | None = None,
+    of: str | None = "",
 ) -> Html:
     """Drop-down filters (``data-<key>`` of the rows) and a text box for one table;
-    ``hide={"verdict": "unchanged"}`` preselects "all but unchanged" for that filter;
-    ``of`` follows the "showing N of M" count (what the M rows are)."""
+    ``preset={"verdict": ("listed", "as kiana regressions")}`` adds a first option to
+    that filter, selected, that shows the rows whose ``data-listed`` is ``yes``;
+    ``of`` follows the "showing N of M" count (what the M rows are; None: no count
+    here, the page places :func:`counter` itself)."""
     tid = safe_id(table_id)
     parts = []
     for key, values in filters.items():
-        options = '<option value="">all</option>'
-        if hide and key in hide:
-            options += (
-                f'<option value="!{esc(hide[key])}" selected>all but {esc(hide[key])}</option>'
-            )
+        options = ""
+        if preset and key in preset:
+            attribute, label = preset[key]
+            options += f'<option value="@{safe_id(attribute)}" selected>{esc(label)}</option>'
+        options += '<option value="">all</option>'
         options += "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in values)
         parts.append(
             f'<label>{esc(key)} <select data-filter="{safe_id(key)}" data-table="{tid}">'
@@ -255,8 +279,15 @@ def filter_bar(
     parts.append(
         f'<label>search <input type="search" data-search="{tid}" placeholder="any text"></label>'
     )
-    parts.append(f'<span class="count" data-count="{tid}" data-of="{esc(of)}"></span>')
+    if of is not None:
+        parts.append(counter(table_id, of).markup)
     return Html(f'<div class="filters">{"".join(parts)}</div>')
+
+
+def counter(table_id: str, of: str = "") -> Html:
+    """The "showing N of M" of a table, filled in by the page's script; ``of`` follows
+    it (what the M rows are)."""
+    return Html(f'<span class="count" data-count="{safe_id(table_id)}" data-of="{esc(of)}"></span>')
 
 
 def section(id: str, title: str, body: object, intro: str | None = None) -> Html:

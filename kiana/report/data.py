@@ -13,6 +13,7 @@ import polars as pl
 
 from kiana.errors import KianaError
 from kiana.load.quality import DataQuality
+from kiana.pipeline import Counts, count_findings, listed_expr
 from kiana.report import frames
 from kiana.stats import Judgement, JudgeOptions
 from kiana.stats.versions import version_table
@@ -61,8 +62,10 @@ class Gathered:
 
     counts: dict[str, int]
     versions: pl.DataFrame  # liger_version, version_rank, version_kind, runs
-    findings: pl.DataFrame  # latency findings, most important first, with `rank`
+    findings: pl.DataFrame  # latency findings, most important first, with `rank`, `listed`
     memory_findings: pl.DataFrame
+    latency_counts: Counts  # what the latency table lists, hides and folds (as the CLI)
+    memory_counts: Counts
     tradeoffs: pl.DataFrame  # latency improvements paid for with a memory regression
     steps: pl.DataFrame
     runs: pl.DataFrame  # runs of the kernels, passes and GPUs the charts show
@@ -86,10 +89,14 @@ def own_findings(findings: pl.DataFrame) -> pl.DataFrame:
 def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """Most important first: by verdict (in :data:`kiana.vocabulary.VERDICTS` order),
     then impact, then the size of the median change; folded baseline drift left out
-    (:func:`own_findings`)."""
+    (:func:`own_findings`).  ``listed``: what every surface lists by default
+    (:func:`kiana.pipeline.listed_expr`, the rule of ``kiana regressions``)."""
     findings = own_findings(findings)
     if findings.height == 0:
-        return findings.with_columns(pl.lit(0, pl.Int64).alias("rank"))
+        return findings.with_columns(
+            pl.lit(0, pl.Int64).alias("rank"), pl.lit(False).alias("listed")
+        )
+    findings = findings.with_columns(listed_expr().alias("listed"))
     keyed = findings.with_columns(
         verdict_rank().alias("_v"), pl.col("median_change").abs().alias("_m")
     )
@@ -141,11 +148,11 @@ def not_judged(judgement: Judgement) -> pl.DataFrame:
 
 def gather(data: ReportData) -> Gathered:
     """The frames of every section, from the runs and the judgement alone."""
-    runs, steps = data.runs, data.judgement.steps
-    ordered = sort_findings(data.judgement.findings)
+    runs, steps, found = data.runs, data.judgement.steps, data.judgement.findings
+    ordered = sort_findings(found)
     latency = ordered.filter(pl.col("metric") == "latency")
     memory = ordered.filter(pl.col("metric") != "latency")
-    charted = ordered.filter(pl.col("verdict") != "unchanged").head(data.options.top)
+    charted = ordered.filter(pl.col("listed")).head(data.options.top)
     scopes: set[tuple[str, str, str]] = set()
     for row in charted.iter_rows(named=True):
         try:
@@ -184,6 +191,8 @@ def gather(data: ReportData) -> Gathered:
         findings=latency,
         tradeoffs=tradeoffs if tradeoffs is not None else pl.DataFrame(),
         memory_findings=memory,
+        latency_counts=_counts(found, latency=True),
+        memory_counts=_counts(found, latency=False),
         steps=steps,
         runs=chart_runs,
         charted=charted,
@@ -193,6 +202,14 @@ def gather(data: ReportData) -> Gathered:
         coverage=coverage(data.judgement),
         not_judged=not_judged(data.judgement),
     )
+
+
+def _counts(findings: pl.DataFrame, *, latency: bool) -> Counts:
+    """The :class:`~kiana.pipeline.Counts` of one metric's findings (folded ones in)."""
+    if findings.height == 0:
+        return count_findings(findings)
+    is_latency = pl.col("metric") == "latency"
+    return count_findings(findings.filter(is_latency if latency else ~is_latency))
 
 
 def _spread(passed: pl.DataFrame) -> pl.DataFrame:

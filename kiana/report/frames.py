@@ -28,6 +28,7 @@ __all__ = [
     "point_order",
     "series_frame",
     "speedup_frame",
+    "speedup_rows",
     "speedup_summary",
     "step_of",
     "step_points",
@@ -241,37 +242,43 @@ def speedup_frame(runs: pl.DataFrame, *, version: str | None = None) -> pl.DataF
 
 
 def speedup_summary(pairs: pl.DataFrame) -> pl.DataFrame:
-    """Speedups summarised over the workloads of each kernel, pass, GPU, provider and
-    baseline: geometric mean, worst, and how many workloads are below 1×."""
+    """The speedups of :func:`speedup_frame` over the workloads of each kernel, pass, GPU,
+    Liger provider and baseline: geometric mean, the slowest and the fastest workload,
+    how many workloads are below 1×.  ``row`` (``kernel · pass · GPU``) is the speedup
+    map's row: only kernels, passes and GPUs where a Liger provider and a baseline were
+    measured together have one; ``pair`` (``liger vs torch``) is one mark of it, the
+    ``slot``-th of its row's ``slots`` (in provider, baseline order)."""
     keys = ["kernel", "pass", "gpu", "provider", "baseline"]
     out = (
         pairs.group_by(keys)
         .agg(
             pl.col("speedup").log().mean().exp().alias("geomean"),
             pl.col("speedup").min().alias("worst"),
+            pl.col("speedup").max().alias("best"),
             (pl.col("speedup") < 1).sum().alias("below_1x"),
             pl.len().alias("workloads"),
             pl.col("liger_version").sort_by("version_rank").last().alias("liger_version"),
         )
         .sort(keys)
     )
+    row = ["kernel", "pass", "gpu"]
     return out.with_columns(
-        pl.concat_str(
-            [
-                pl.col("kernel"),
-                pl.lit(" · "),
-                pl.col("pass"),
-                pl.lit(" · "),
-                pl.col("provider"),
-                pl.lit(" vs "),
-                pl.col("baseline"),
-            ]
-        ).alias("row"),
-        pl.when((pl.col("below_1x") > 0) & (pl.col("geomean") >= 1))
-        .then(pl.format("{}× ({} <1×)", pl.col("geomean").round(2), pl.col("below_1x")))
-        .otherwise(pl.format("{}×", pl.col("geomean").round(2)))
-        .alias("label"),
+        pl.concat_str([pl.col(k) for k in row], separator=" · ").alias("row"),
+        pl.concat_str([pl.col("provider"), pl.lit(" vs "), pl.col("baseline")]).alias("pair"),
+        pl.int_range(pl.len(), dtype=pl.Int64).over(row).alias("slot"),
+        pl.len().over(row).cast(pl.Int64).alias("slots"),
     )
+
+
+def speedup_rows(summary: pl.DataFrame) -> list[str]:
+    """The rows of a :func:`speedup_summary` in (kernel, pass, GPU) order, numbers inside
+    names compared as numbers: the speedup map's y axis, exactly the rows with data."""
+    found = summary.select("kernel", "pass", "gpu", "row").unique()
+    ordered = sorted(
+        found.iter_rows(),
+        key=lambda r: (_natural_key(r[0]), _natural_key(r[1]), _natural_key(r[2])),
+    )
+    return [str(r[3]) for r in ordered]
 
 
 def overview_frame(frame: pl.DataFrame, *, value: str = "change") -> pl.DataFrame:

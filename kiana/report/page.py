@@ -11,15 +11,18 @@ import polars as pl
 
 from kiana import __version__
 from kiana.errors import KianaError
+from kiana.pipeline import Counts
 from kiana.report import assets, charts, frames
 from kiana.report.appendix import provenance, quality_section
 from kiana.report.components import (
     Cell,
     Column,
     Html,
+    Row,
     badge,
     capped,
     change_cell,
+    counter,
     esc,
     filter_bar,
     fmt_number,
@@ -36,7 +39,14 @@ from kiana.report.components import (
 )
 from kiana.report.culprits import culprits_html
 from kiana.report.data import Gathered, ReportData, gather
-from kiana.report.text import coverage_line, coverage_text, headline, plain_sentence, step_label
+from kiana.report.text import (
+    coverage_line,
+    coverage_text,
+    headline,
+    plain_sentence,
+    step_label,
+    workloads_text,
+)
 from kiana.stats import JudgeOptions
 from kiana.vocabulary import VERDICTS
 
@@ -85,45 +95,38 @@ def summary(g: Gathered) -> Html:
 FINDING_COLUMNS = (
     Column("#", "right"), Column("verdict", key="verdict"), Column("kernel", key="kernel"),
     Column("pass"), Column("provider", key="provider"), Column("GPU", key="gpu"),
-    Column("step"), Column("workloads", "right"), Column("change", "right"),
+    Column("step"), Column("work\u00adloads", "right"), Column("change", "right"),
     Column("±", "right"), Column("worst change", "right"), Column("control"),
     Column("chart"),
 )  # fmt: skip
 
 
-def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, limit: int) -> Html:
+def findings_table(
+    frame: pl.DataFrame, charted: set[int], counts: Counts, *, table_id: str, limit: int
+) -> Html:
+    """The table of ``frame`` (findings of :func:`kiana.report.data.sort_findings`, one
+    metric), listing by default what ``kiana regressions`` lists (its ``listed``
+    column), with what the default hides and what is folded said under its filters
+    (``counts``: :func:`kiana.pipeline.count_findings` of the same findings)."""
     shown, cap = capped(frame, limit, "findings")
-    rows = []
-    for r in shown.iter_rows(named=True):
-        rank = int(r["rank"])
-        link = Html(f'<a href="#f-{rank}">chart</a>') if rank in charted else ""
-        rows.append([
-            Cell(rank, sort=rank),
-            Cell(badge(r["verdict"]), sort=_verdict_rank(r["verdict"]), key=r["verdict"]),
-            r["kernel"], r["pass"], r["provider"], r["gpu"],
-            step_label(r),
-            Cell(f"{r['workloads_affected']}/{r['workloads_total']}",
-                 sort=number(r["workloads_affected"]) or 0),
-            change_cell(r.get("change", r["median_change"]), r["verdict"]),
-            percent_cell(r.get("change_se")),
-            change_cell(r["worst_change"], r["verdict"]), r["control_provider"], link,
-        ])  # fmt: skip
+    rows = [
+        Row(_finding_cells(r, charted), {"listed": "yes" if r.get("listed") else "no"})
+        for r in shown.iter_rows(named=True)
+    ]
     columns: tuple[Column, ...] = FINDING_COLUMNS
     if "culprits_command" in shown.columns:  # kiana.culprits.annotate: one more column
         columns = (*columns, Column("culprits"))
         rows = [
-            [*cells, culprits_html(r, top=1)]
-            for cells, r in zip(rows, shown.iter_rows(named=True), strict=True)
+            Row([*row.cells, culprits_html(r, top=1)], row.data)
+            for row, r in zip(rows, shown.iter_rows(named=True), strict=True)
         ]
-    body = table(columns, rows, id=table_id, sortable=True, empty="no findings")
+    body = table(
+        columns, rows, id=table_id, sortable=True, empty="no findings",
+        none="no finding matches the filters (verdict 'all' shows every finding)",
+    )  # fmt: skip
     options = {
-        key: sorted({str(v) for v in frame[col].to_list() if v is not None})
-        for key, col in (
-            ("verdict", "verdict"),
-            ("kernel", "kernel"),
-            ("provider", "provider"),
-            ("gpu", "gpu"),
-        )
+        key: sorted({str(v) for v in frame[key].to_list() if v is not None})
+        for key in ("verdict", "kernel", "provider", "gpu")
     }
     what = "memory findings" if table_id == "memory-table" else "latency findings"
     of = (
@@ -131,8 +134,52 @@ def findings_table(frame: pl.DataFrame, charted: set[int], *, table_id: str, lim
         if frame.height > limit
         else f" {what}"
     )
-    bar = filter_bar(table_id, options, hide={"verdict": "unchanged"}, of=of)
-    return Html(f'{bar}<div class="scroll">{body}</div>{cap}')
+    preset = {"verdict": ("listed", "listed (as kiana regressions)")}
+    bar = filter_bar(table_id, options, preset=preset, of=None)
+    said = Html(f'<p class="note">{counter(table_id, of)}. {listed_text(counts)}</p>')
+    return Html(f'{bar}{said}<div class="scroll">{body}</div>{cap}')
+
+
+def _finding_cells(r: dict[str, Any], charted: set[int]) -> list[object]:
+    rank = int(r["rank"])
+    link = Html(f'<a href="#f-{rank}">chart</a>') if rank in charted else ""
+    return [
+        Cell(rank, sort=rank),
+        Cell(badge(r["verdict"]), sort=_verdict_rank(r["verdict"]), key=r["verdict"]),
+        r["kernel"], r["pass"], r["provider"], r["gpu"], _step_cell(r),
+        Cell(workloads_text(r), sort=number(r["workloads_affected"]) or 0),
+        change_cell(r.get("change", r["median_change"]), r["verdict"]),
+        percent_cell(r.get("change_se")),
+        change_cell(r["worst_change"], r["verdict"]), r["control_provider"], link,
+    ]  # fmt: skip
+
+
+def _step_cell(r: dict[str, Any]) -> Cell:
+    """The step, each side whole: it may break after the arrow only (a findings row is
+    one line when the table fits the window)."""
+    label = step_label(r)
+    before, arrow, after = label.partition(" → ")
+    if not arrow:
+        return Cell(label)
+    return Cell(
+        Html(f'<span class="step"><span>{esc(before)}</span> → <span>{esc(after)}</span></span>'),
+        sort=label,
+    )
+
+
+def listed_text(counts: Counts) -> Html:
+    """What the table lists by default and what it does not, in the words and numbers
+    of ``kiana regressions`` (:class:`kiana.pipeline.Counts`)."""
+    text = "By default the table lists what kiana regressions lists"
+    unlisted = ", ".join(f"{n:,} {why}" for why, n in counts.unlisted.items() if n)
+    if unlisted:
+        text += f"; not listed: {unlisted} (verdict 'all' shows them)"
+    if counts.folded:
+        text += (
+            f"; {counts.folded:,} baseline drift folded into the Liger findings they explain "
+            "(named in their evidence, not counted again)"
+        )
+    return esc(text + ".")
 
 
 def _verdict_rank(verdict: object) -> int:
@@ -143,7 +190,7 @@ def memory_section(g: Gathered, charted: set[int], limit: int) -> Html:
     if g.memory_findings.height == 0:
         return note(f"No memory findings ({g.counts['memory runs']:,} memory runs).")
     return tradeoff_table(g.tradeoffs, limit) + findings_table(
-        g.memory_findings, charted, table_id="memory-table", limit=limit
+        g.memory_findings, charted, g.memory_counts, table_id="memory-table", limit=limit
     )
 
 
@@ -231,17 +278,22 @@ def _chart(chart_id: str, spec: dict[str, Any]) -> Html:
 def speedup_section(g: Gathered, limit: int) -> Html:
     if g.speedups.height == 0:
         return note("No partition has a Liger provider and a baseline at the same version.")
-    labels = g.speedups["row"].n_unique()
+    drawn = g.speedups["row"].n_unique()
     spec = charts.speedup_spec(g.speedups, filter_element="#speedup-filter")
-    chart = Html(
+    legend = note(
+        f"One row per kernel · pass · GPU where a Liger provider and a baseline were measured "
+        f"in the same session ({drawn:,} rows, no empty ones). Each mark is one Liger "
+        "provider against one baseline at the newest version both ran: the dot is the "
+        "geometric mean over the workload sweep of baseline median / Liger median, the line "
+        "runs from the slowest to the fastest workload. Right of the dashed 1× line Liger is "
+        "faster; a dot or line in the red band left of it is slower (the workloads are listed "
+        "below). Colour: the baseline, as in every chart; shape: the Liger provider. Hover a "
+        "mark for its numbers"
+        + (", pick a kernel or GPU to narrow the rows." if "params" in spec else ".")
+    )
+    chart = legend + Html(
         f'<div class="chart-filter" id="speedup-filter"></div>'
         f'<div class="chart-scroll">{_chart("c-speedup", spec)}</div>'
-    ) + note(
-        f"Each cell: the geometric mean over the workload sweep of baseline median / Liger "
-        f"median on that GPU (above 1× Liger is faster; red below 1×); '1.17× (1 <1×)' means "
-        f"1.17× on average with 1 workload where Liger is slower (those are listed below). "
-        f"Empty cells: that GPU did not run that pair. {labels:,} rows by name; scroll inside "
-        "the map" + (", or pick one kernel." if g.speedups["kernel"].n_unique() > 1 else ".")
     )
     flips, cap = capped(g.flips, limit, "workloads below 1x")
     cols = (Column("kernel", key="kernel"), Column("pass"), Column("Liger provider"),
@@ -261,6 +313,17 @@ def speedup_section(g: Gathered, limit: int) -> Html:
     )
 
 
+def _charts_intro(g: Gathered) -> str:
+    """How many listed findings get a chart, and the option for more when capped."""
+    listed = g.latency_counts.listed + g.memory_counts.listed
+    if g.charted.height < listed:
+        return (
+            f"Charts for the {g.charted.height:,} most important of the {listed:,} listed "
+            "findings (kiana report --top N charts more)."
+        )
+    return f"Charts for the {listed:,} listed findings, most important first."
+
+
 def render(data: ReportData) -> str:
     """The whole page as one string: a function of ``data`` alone."""
     g = gather(data)
@@ -268,21 +331,16 @@ def render(data: ReportData) -> str:
     charted = {int(r) for r in g.charted["rank"].to_list()} if g.charted.height else set()
     sections: list[tuple[str, Callable[[], Html], str | None]] = [
         ("summary", lambda: summary(g), None),
-        ("findings", lambda: findings_table(g.findings, charted, table_id="findings-table",
-                                            limit=rows),
+        ("findings", lambda: findings_table(g.findings, charted, g.latency_counts,
+                                            table_id="findings-table", limit=rows),
          "One row per kernel, timed pass, provider, GPU and pair of sessions, judged on its "
-         "whole workload sweep; change is the finding's estimate (pooled over the workloads, "
-         "control-adjusted for Liger; + = slower), ± its standard error. "
-         "Unchanged findings are hidden by the verdict filter (pick 'all' to show them); "
-         "memory findings are under Memory; a baseline's drift that a Liger finding explains "
-         f"is folded into it ({g.counts['folded']:,} here). "
-         "Click a column to sort; pick values to filter."),
+         "whole workload sweep; change: its estimate (pooled, control-adjusted for Liger; "
+         "+ = slower) ± its standard error. Memory findings are under Memory."),
         ("charts", lambda: chart_cards(g, data.judge_options),
-         f"Charts for the {g.charted.height} most important findings (not 'unchanged')."),
+         _charts_intro(g)),
         ("speedup", lambda: speedup_section(g, rows),
-         "Baseline median / Liger median at the newest version measured in each partition, "
-         "geometric mean over the workload sweep: above 1× Liger is faster; red cells and the "
-         "table below are where it is slower than a same-run baseline."),
+         "Is Liger faster than the baselines measured beside it? Baseline median / Liger "
+         "median (2× = Liger takes half the time), per kernel, pass and GPU."),
         ("memory", lambda: memory_section(g, charted, rows),
          "Peak memory (MB), judged apart from latency: change is the relative change of the "
          "median peak memory (+ = more memory)."),

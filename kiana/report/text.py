@@ -26,9 +26,10 @@ def headline(data: ReportData) -> str:
     found = data.judgement.findings
     own = own_findings(found)
     counts = count_findings(found).verdicts
+    # the regressions always (0 answers the page's question), the other verdicts found
     parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
-             for v in VERDICTS if v != "unchanged" and counts[v]]  # fmt: skip
-    moved = ", ".join(parts) if parts else "no regressions"
+             for v in VERDICTS if v == "regression" or (v != "unchanged" and counts[v])]  # fmt: skip
+    moved = ", ".join(parts)
     runs = data.runs
     versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
     span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"

@@ -253,11 +253,81 @@ def test_the_legend_shows_lines_and_memory_says_memory() -> None:
     assert memory["layer"][0]["encoding"]["y"]["title"] == "change (+ = more memory)"
 
 
+def _marks(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The speedup map's two data layers: the slowest-to-fastest lines and the dots."""
+    spans, dots = (layer for layer in spec["layer"] if "data" not in layer)
+    return spans, dots
+
+
+def _rows(spec: dict[str, Any]) -> list[str]:
+    """The speedup map's rows, top to bottom: its data's rows by their ``order``."""
+    spans, dots = _marks(spec)
+    assert dots["encoding"]["y"]["sort"] == {"field": "order", "op": "min"}
+    assert spans["encoding"]["y"] == dots["encoding"]["y"]
+    first = {v["row"]: v["order"] for v in reversed(spec["data"]["values"])}
+    return sorted(first, key=first.__getitem__)
+
+
+def test_speedup_map_rows_are_exactly_the_kernels_passes_and_gpus_with_data() -> None:
+    """A row for every kernel · pass · GPU where a Liger provider and a baseline ran at
+    one version, none for Liger alone, a baseline alone or two versions that never met."""
+    runs = sample_runs()
+    liger = pl.col("provider") == "liger"
+    forward = pl.col("pass") == "forward"
+
+    def on(gpu: str, frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.with_columns(pl.lit(gpu).alias("gpu"), pl.col("partition_id") + gpu)
+
+    never_met = on("GPU apart", runs).with_columns(
+        pl.when(liger)
+        .then(pl.lit("0.1.0"))
+        .otherwise(pl.col("liger_version"))
+        .alias("liger_version")
+    )
+    many = pl.concat([
+        runs.filter(~(forward & ~liger)),          # forward: Liger alone on the H100
+        on("GPU B", runs),                         # both passes compared
+        on("GPU baseline only", runs.filter(~liger)),
+        on("GPU Liger only", runs.filter(liger)),
+        never_met,
+    ])  # fmt: skip
+    summary = frames.speedup_summary(frames.speedup_frame(many))
+    spec = charts.speedup_spec(summary)
+    _same(spec, _valid(spec))
+    expected = [
+        "layer_norm · backward · GPU B",
+        "layer_norm · backward · NVIDIA H100 80GB HBM3",
+        "layer_norm · forward · GPU B",
+    ]
+    assert _rows(spec) == expected
+    assert all(layer["mark"]["type"] != "text" for layer in spec["layer"])  # no cryptic labels
+
+
+def test_speedup_map_marks_say_what_they_are() -> None:
+    """Dot: the geometric mean; line: slowest to fastest workload; the 1× line and the
+    slower side drawn; colour the baseline, shape the Liger provider; numbers on hover."""
+    summary = frames.speedup_summary(frames.speedup_frame(sample_runs()))
+    spec = charts.speedup_spec(summary)
+    spans, dots = _marks(spec)
+    assert (spans["encoding"]["x"]["field"], spans["encoding"]["x2"]["field"]) == ("worst", "best")
+    assert dots["encoding"]["x"]["field"] == "geomean"
+    assert dots["encoding"]["x"]["scale"]["type"] == "log"
+    assert "right of 1× Liger is faster" in dots["encoding"]["x"]["title"]
+    assert dots["encoding"]["color"]["field"] == "baseline"
+    assert dots["encoding"]["shape"]["field"] == "provider"
+    band, even = (layer for layer in spec["layer"] if "data" in layer)
+    assert band["data"]["values"][0]["to"] == 1.0 and even["data"]["values"] == [{"at": 1.0}]
+    hover = {t["field"] for t in dots["encoding"]["tooltip"]}
+    assert {"geomean", "worst", "best", "below_1x", "workloads", "pair"} <= hover
+    (row,) = summary.filter(pl.col("pass") == "forward").iter_rows(named=True)
+    assert (row["below_1x"], row["workloads"]) == (1, 4) and row["worst"] == pytest.approx(1 / 1.2)
+
+
 @pytest.mark.parametrize("hostile", [False, True])
-def test_speedup_map_has_every_row_a_kernel_select_and_fits(hostile: bool) -> None:
-    """Every row (no cap unless asked), a kernel select filtering them, the legend on
-    top and the cells no wider than ``MAX_WIDTH`` whatever the GPUs."""
-    from kiana.report.charts.heatmap import MAX_WIDTH
+def test_speedup_map_has_every_row_selects_and_fits(hostile: bool) -> None:
+    """Every row (no cap unless asked), a kernel and a GPU select filtering the marks,
+    the row labels, the axis and the legends within a 1,400 px window."""
+    from kiana.report.charts.speedup import LABEL_WIDTH, WIDTH
 
     runs = sample_runs(hostile)
     kernel = str(runs["kernel"][0])
@@ -271,14 +341,18 @@ def test_speedup_map_has_every_row_a_kernel_select_and_fits(hostile: bool) -> No
     spec = charts.speedup_spec(summary, filter_element="#speedup-filter")
     _same(spec, _valid(spec))
     rows = summary["row"].n_unique()
-    assert rows > 150 and len(spec["layer"][0]["encoding"]["y"]["sort"]) == rows
-    assert spec["width"] <= MAX_WIDTH
-    assert spec["layer"][0]["encoding"]["color"]["legend"]["orient"] == "top"
-    (param,) = spec["params"]
-    assert param["bind"]["input"] == "select" and param["bind"]["element"] == "#speedup-filter"
-    assert param["bind"]["options"][0] == "" and len(param["bind"]["options"]) == 82
-    assert spec["transform"] == [
-        {"filter": f"{param['name']} == '' || datum.kernel == {param['name']}"}
+    spans, dots = _marks(spec)
+    assert rows > 150 and len(_rows(spec)) == rows
+    assert LABEL_WIDTH + WIDTH <= 1000 and spec["width"] == WIDTH
+    assert dots["encoding"]["color"]["legend"]["orient"] == "right"
+    kernels, gpu = spec["params"]
+    for param, count in ((kernels, 82), (gpu, 11)):
+        assert param["bind"]["input"] == "select" and param["bind"]["element"] == "#speedup-filter"
+        assert param["bind"]["options"][0] == "" and len(param["bind"]["options"]) == count
+    tests = [
+        f"{p['name']} == '' || datum.{f} == {p['name']}"
+        for p, f in ((kernels, "kernel"), (gpu, "gpu"))
     ]
+    assert spans["transform"] == dots["transform"] == [{"filter": t} for t in tests]
     alone = charts.speedup_spec(frames.speedup_summary(frames.speedup_frame(runs)))
-    assert "params" not in alone and "transform" not in alone  # one kernel: nothing to pick
+    assert "params" not in alone and "transform" not in _marks(alone)[1]  # nothing to pick

@@ -12,7 +12,9 @@ from kiana.report.components import (
     Cell,
     Column,
     Html,
+    Row,
     badge,
+    counter,
     esc,
     filter_bar,
     fmt_change,
@@ -75,9 +77,29 @@ def test_section_and_filter_bar() -> None:
     assert str(section("x y", "T<", Html("<b>"), intro="i&")) == (
         '<section id="x-y"><h2>T&lt;</h2><p class="intro">i&amp;</p><b></section>'
     )
-    bar = str(filter_bar("tbl", {"gpu": ["H100"]}, hide={"gpu": "A100"}))
-    assert '<option value="!A100" selected>all but A100</option>' in bar
+    bar = str(filter_bar("tbl", {"gpu": ["H100"]}, preset={"gpu": ("listed", "listed <x>")}))
+    assert '<option value="@listed" selected>listed &lt;x&gt;</option>' in bar
     assert '<select data-filter="gpu" data-table="tbl">' in bar
+    assert 'data-count="tbl"' in bar and "data-count" not in str(filter_bar("t", {}, of=None))
+    assert (
+        str(counter("t x", " <b>"))
+        == '<span class="count" data-count="t-x" data-of=" &lt;b&gt;"></span>'
+    )
+
+
+def test_a_row_carries_its_data_attributes() -> None:
+    row = Row(["layer_norm"], {"listed": '"><b>'})
+    html = str(table([Column("kernel", key="kernel")], [row]))
+    assert '<tr data-kernel="layer_norm" data-listed="&quot;&gt;&lt;b&gt;">' in html
+
+
+def test_a_filtered_table_can_say_that_nothing_matches() -> None:
+    html = str(table([Column("a"), Column("b")], [["x", "y"]], none="nothing <matches>"))
+    assert html.endswith(
+        '<tfoot><tr class="empty none" hidden><td colspan="2">nothing &lt;matches&gt;'
+        "</td></tr></tfoot></table>"
+    )
+    assert "<tfoot>" not in str(table([Column("a")], [["x"]]))
 
 
 def test_a_plain_str_is_never_markup() -> None:
@@ -128,11 +150,12 @@ def test_hostile_strings_never_become_markup(payload: str) -> None:
     html = "".join(str(part) for part in [
         esc(payload), table([Column("name", key="name")], [[payload]]), badge(payload),
         section("s", payload, ""), stat_cards([(payload, payload)]),
-        filter_bar("t", {"k": [payload]}),
+        filter_bar("t", {"k": [payload]}, preset={"k": (payload, payload)}),
+        table([Column("a")], [Row([payload], {payload: payload})], none=payload),
     ])  # fmt: skip
     parser = _Tags()
     parser.feed(html)
-    allowed = {"table", "thead", "tbody", "tr", "th", "td", "span", "section", "h2", "div",
+    allowed = {"table", "thead", "tbody", "tfoot", "tr", "th", "td", "span", "section", "h2", "div",
                "label", "select", "option", "input"}  # fmt: skip
     for tag, attrs in parser.tags:
         assert tag in allowed

@@ -4,13 +4,25 @@ labels, and every cap named with the option that sets it."""
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
-from kiana.report import assets, components, page
+from kiana.pipeline import count_findings
+from kiana.report import ReportData, assets, components, page
 from kiana.report.charts import sweep_spec
 from kiana.report.culprits import culprits_html
+from kiana.report.data import gather, sort_findings
 from kiana.report.text import plain_sentence
-from tests.report_fixtures import sample_findings, sample_steps
+from kiana.stats import Judgement
+from tests.report_fixtures import sample_findings, sample_runs, sample_steps
+
+
+def _judgement(findings: pl.DataFrame) -> Judgement:
+    return Judgement(steps=sample_steps(), findings=findings, changepoints=pl.DataFrame(),
+                     versions=pl.DataFrame(), runs_judged=0, coverage=None,  # type: ignore[arg-type]
+                     quality=pl.DataFrame())  # fmt: skip
+
 
 ROW = {
     "verdict": "regression", "provider": "liger", "change": 0.154, "change_se": 0.01,
@@ -51,6 +63,41 @@ def test_a_capped_table_names_the_cap_and_the_option() -> None:
 
 
 def test_the_findings_counter_says_what_it_counts() -> None:
-    findings = sample_findings().with_row_index("rank", offset=1)
-    html = str(page.findings_table(findings, set(), table_id="findings-table", limit=1))
+    findings = sort_findings(sample_findings())
+    counts = count_findings(sample_findings())
+    html = str(page.findings_table(findings, set(), counts, table_id="findings-table", limit=1))
     assert 'data-of=" rows of this table (the first 1 of 2 latency findings)"' in html
+
+
+def test_the_table_marks_the_rows_kiana_regressions_lists() -> None:
+    drift = {
+        "verdict": pl.lit("drift"),
+        "worst_change": pl.lit(0.04),
+        "median_change": pl.lit(0.04),
+    }
+    findings = pl.concat([
+        sample_findings(),
+        sample_findings().head(1).with_columns(provider=pl.lit("torch"), **drift),
+        sample_findings().head(1).with_columns(provider=pl.lit("liger_cutile"), **drift),
+    ], how="diagonal_relaxed")  # fmt: skip
+    ordered = sort_findings(findings)
+    html = str(page.findings_table(ordered, set(), count_findings(findings),
+                                   table_id="findings-table", limit=10))  # fmt: skip
+    marks = re.findall(r'<tr data-verdict="(\w+)" data-kernel="[^"]*" data-provider="(\w+)"'
+                       r'[^>]*data-listed="(yes|no)"', html)  # fmt: skip
+    assert sorted(marks) == [
+        ("drift", "liger_cutile", "yes"), ("drift", "torch", "no"),
+        ("regression", "liger", "yes"), ("unchanged", "liger", "no"),
+    ]  # fmt: skip
+    assert "not listed: 1 unchanged, 1 baseline drift (verdict" in html
+    assert '<option value="@listed" selected>listed (as kiana regressions)</option>' in html
+
+
+def test_charts_are_drawn_for_listed_findings_only() -> None:
+    findings = pl.concat([
+        sample_findings(),
+        sample_findings().head(1).with_columns(provider=pl.lit("torch"), verdict=pl.lit("drift")),
+    ], how="diagonal_relaxed")  # fmt: skip
+    data = ReportData(sample_runs(), _judgement(findings))
+    charted = gather(data).charted
+    assert charted.select("verdict", "provider").rows() == [("regression", "liger")]

@@ -1,7 +1,7 @@
-"""What the two heat maps share (speedup and overview): a row label per line, a GPU
-per column, a coloured cell and its text label per pair.  They fit a 1,400 px window:
-the legend sits on top, the columns share at most ``MAX_WIDTH`` pixels (GPU names cut
-to the column without the vendor, whole in the tooltip); a ``filter`` (a kernel select) hides rows."""
+"""The heat map of the overview chart: a row label per line, a GPU per column, a
+coloured cell and its text label per pair.  It fits a 1,400 px window: the legend sits
+on top, the columns share at most ``MAX_WIDTH`` pixels (GPU names cut to the column
+without the vendor, whole in the tooltip)."""
 
 from __future__ import annotations
 
@@ -26,14 +26,10 @@ def heat_map(
     step: int,
     column: int,
     columns: int,
-    kernels: list[str] | None = None,
-    filter_element: str | None = None,
 ) -> dict[str, Any]:
     """Cells coloured by ``color`` with ``text`` (the text layer's encoding) on top;
     ``rows`` in the order given, ``step`` pixels each; ``columns`` GPUs of ``column``
-    pixels (less when they would pass :data:`MAX_WIDTH`).  With ``kernels``, a select
-    ("every kernel" or one) filters the rows, drawn under the CSS selector
-    ``filter_element`` when given (vega-embed's default place: under the chart)."""
+    pixels (less when they would pass :data:`MAX_WIDTH`)."""
     width = min(MAX_WIDTH, column * max(1, columns))
     axis = {
         "labelAngle": 0,
@@ -52,14 +48,5 @@ def heat_map(
         "mark": {"type": "text", "fontSize": 11},
         "encoding": {**text, "tooltip": tooltip, "x": x, "y": y},
     }
-    top: dict[str, Any] = {"data": {"values": values}, "height": {"step": step}, "width": width}
-    if kernels:
-        bind: dict[str, Any] = {
-            "input": "select", "labels": ["every kernel", *kernels], "name": "kernel ",
-            "options": ["", *kernels],
-        }  # fmt: skip
-        if filter_element:
-            bind["element"] = filter_element
-        top["params"] = [{"bind": bind, "name": "pick_kernel", "value": ""}]
-        top["transform"] = [{"filter": "pick_kernel == '' || datum.kernel == pick_kernel"}]
+    top = {"data": {"values": values}, "height": {"step": step}, "width": width}
     return layered([cells, labels], **top)

@@ -57,6 +57,22 @@ def titled(title: str | None) -> dict[str, str]:
     return {"title": visible(title)} if title else {}
 
 
+def pick(
+    field: str, values: list[str], *, every: str, element: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """A drop-down that keeps the rows of one ``field`` value (``every``: all of them),
+    drawn under the CSS selector ``element`` when given (vega-embed's default place:
+    under the chart): its Vega-Lite parameter and the filter expression that applies it."""
+    name = f"pick_{field}"
+    bind: dict[str, Any] = {
+        "input": "select", "labels": [every, *values], "name": f"{field} ",
+        "options": ["", *values],
+    }  # fmt: skip
+    if element:
+        bind["element"] = element
+    return {"bind": bind, "name": name, "value": ""}, f"{name} == '' || datum.{field} == {name}"
+
+
 def visible_strings(value: Any) -> Any:
     """A copy of a JSON value whose every string went through ``frames.visible``."""
     if isinstance(value, str):
