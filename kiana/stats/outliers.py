@@ -19,9 +19,10 @@ series (consecutive steps only, not with ``--baseline``):
   sweep either took both steps with it (a whole session off and back) or neither (one
   workload off and back).  A workload that moved alone and came back when the whole
   sweep moved the other way is two changes, not an outlier;
-* its same-session control did not move with it: the control's own step is not in
-  the same direction by half the jump or more (``ln`` ratios), on both steps, or there
-  is no control.  A control that moved with it explains the session as the machine's
+* its same-session control did not move with it
+  (:func:`kiana.stats.controls.control_moved`: the same direction, half the jump or
+  more, beyond half the separation in its own noise), on both steps, or there is no
+  control.  A control that moved with it explains the session as the machine's
   (``drift``, which stands).
 
 Both steps then become ``inconclusive`` with the evidence "outlier at <session>" and
@@ -37,6 +38,7 @@ import math
 
 import polars as pl
 
+from kiana.stats.controls import control_moved
 from kiana.stats.evidence import pct
 from kiana.stats.options import JudgeOptions
 from kiana.stats.quality import QUALITY_COLUMNS
@@ -51,10 +53,10 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
     if steps.height == 0 or options.baseline is not None:
         return steps.with_columns(pl.lit(False).alias("outlier")), _empty_quality()
     moved = pl.col("raw_verdict").is_in(["regression", "improvement"])
-    with_it = ((pl.col("control_log_ratio") > 0) == (pl.col("log_ratio") > 0)) & (
-        pl.col("control_log_ratio").abs() >= pl.col("log_ratio").abs() / 2
+    with_it = control_moved(
+        pl.col("control_log_ratio"), pl.col("control_full_noise"), pl.col("log_ratio"), options
     )
-    calm = (~with_it).fill_null(True)
+    calm = ~with_it
     # Did the other workloads of the sweep take the same step?  (Their mean log ratio
     # in the same direction, at least half as large.)
     group = list(FINDING_KEYS)
