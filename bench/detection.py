@@ -2,14 +2,21 @@
 
 Run by hand (not part of the tests)::
 
-    .venv/bin/python bench/detection.py [--seeds 0 1 2 3 4] [--sweep-size 5] [--misses]
-    .venv/bin/python bench/detection.py --write DIR   # only write DIR/seed-N/{documents.jsonl,truth.csv,sessions.csv}
+    .venv/bin/python bench/detection.py [--seeds 0 1 ...] [--noise spread realistic] [--details] [--misses]
+    .venv/bin/python bench/detection.py --write DIR   # only write DIR/<noise>/seed-N/{documents.jsonl,truth.csv,sessions.csv}
     .venv/bin/python bench/detection.py --read DIR    # evaluate those folders
 
-For each seed, :mod:`kiana.generate` makes a corpus with known effects (see
+For each noise model (``spread``, the default one whose p20-p80 spread predicts the
+noise, and ``realistic``, calibrated on Liger's real CSVs: ``docs/CALIBRATION.md``) and
+each seed (0-9 by default), :mod:`kiana.generate` makes a corpus with known effects (see
 :func:`corpus_config`; ``--histories 6`` long histories by default), written to a folder
 (a temporary one unless ``--write``), the documents go through the real loader into an
-in-memory database and :func:`kiana.stats.judge` judges them.  ``--read`` evaluates
+in-memory database and :func:`kiana.analyze` judges them.  The first table
+(:func:`headline`, markdown) holds issue 21's metrics for both models side by side:
+false regressions/improvements among unchanged units (A/A pairs included), A/A pairs,
+drift groups and baseline code changes called a change, regressions of >= 10%, >= 5% and
+3% found, improvements found, changes called the wrong way; ``--details`` adds the
+tables below per model.  ``--read`` evaluates
 folders written earlier, needing nothing from :mod:`kiana.generate`: run with
 ``PYTHONPATH`` at an older checkout, it measures that checkout's statistics on the same
 documents (columns the older statistics lack count as not reported).  Evaluation is per *finding*: one
@@ -24,7 +31,9 @@ Truth per finding: the ``regression``/``improvement`` truth row of that session 
 (sweep-wide or one workload), ``drift`` (an environment shift alone), ``conflict`` (a
 session of the pair holds another implementation's runs: expected in
 ``Judgement.quality``, not judged), ``outlier`` (a session of the pair holds a run
-that is off, any provider: left out of every rate, counted apart), else ``unchanged``.
+that is off, any provider: left out of every rate, counted apart), ``baseline change``
+(the step's only change is a baseline's own code: truth ``baseline_change``), ``A/A
+pair`` (truth ``aa``), else ``unchanged``.
 
 Rows of the table (targets in brackets):
 
@@ -80,10 +89,14 @@ METHODS = ("kiana", "asv 5%", "conbench z")
 FLAGS = ("regression", "improvement")
 
 
-def corpus_config(seed: int, sweep_size: int, **changes: float) -> CorpusConfig:
-    """The default corpus with more of every case, so five seeds give enough of each."""
+def corpus_config(
+    seed: int, sweep_size: int, noise: str = "spread", **changes: float
+) -> CorpusConfig:
+    """The default corpus with more of every case, so five seeds give enough of each;
+    ``noise`` is :class:`kiana.generate.CorpusConfig`'s (``spread`` or ``realistic``)."""
     from kiana.generate import CorpusConfig
 
+    extra: dict[str, object] = {} if noise == "spread" else {"noise": noise}
     return CorpusConfig(
         seed=seed,
         sweep_size=sweep_size,
@@ -91,6 +104,7 @@ def corpus_config(seed: int, sweep_size: int, **changes: float) -> CorpusConfig:
         improvement_rate=0.05,
         rerun_rate=0.05,
         conflict_rate=0.01,
+        **extra,  # type: ignore[arg-type]
         **changes,  # type: ignore[arg-type]
     )
 
@@ -124,6 +138,10 @@ def label(units: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
         .unique(UNIT, keep="first")
     )
     env = liger.filter(pl.col("effect") == "drift").select(UNIT).unique()
+    flags = {
+        "baseline": truth.filter(pl.col("effect") == "baseline_change").select(UNIT).unique(),
+        "aa": liger.filter(pl.col("effect") == "aa").select(UNIT).unique(),
+    }
     touched = {
         kind: pl.concat(
             [
@@ -144,7 +162,9 @@ def label(units: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
             ]
         ).unique()
         out = out.join(hit.with_columns(pl.lit(True).alias(kind)), on=UNIT, how="left")
-    out = out.with_columns(pl.col("env", "conflict", "outlier").fill_null(False))
+    for name, frame in flags.items():
+        out = out.join(frame.with_columns(pl.lit(True).alias(name)), on=UNIT, how="left")
+    out = out.with_columns(pl.col("env", "conflict", "outlier", *flags).fill_null(False))
     change, sweep = pl.col("change"), pl.col("true_workload").is_null()
     case = (
         pl.when(pl.col("outlier"))
@@ -165,6 +185,10 @@ def label(units: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit(">=5% regression"))
         .when(pl.col("env"))
         .then(pl.lit("drift"))
+        .when(pl.col("baseline"))
+        .then(pl.lit("baseline change"))
+        .when(pl.col("aa"))
+        .then(pl.lit("A/A pair"))
         .otherwise(pl.lit("unchanged"))
     )
     return out.with_columns(case.alias("case"))
@@ -172,7 +196,7 @@ def label(units: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
 
 def with_sessions(frame: pl.DataFrame, gap: timedelta = timedelta(hours=1)) -> pl.DataFrame:
     """The contract's sessions, from the runs alone (for the contenders)."""
-    scope = [*GROUP, "metric", "liger_version"]
+    scope = [*GROUP, "metric", "liger_version", *(["origin"] if "origin" in frame.columns else [])]
     ordered = frame.sort(*scope, "observed_at")
     new = (pl.col("observed_at").diff().over(scope) > gap).fill_null(True)
     first = pl.col("observed_at").min().over(*scope, "_n")
@@ -237,11 +261,13 @@ TRUTH_SCHEMA = {
 SESSIONS_FILE = "sessions.csv"
 
 
-def write_seed(seed: int, sweep_size: int, folder: Path, **changes: float) -> None:
+def write_seed(
+    seed: int, sweep_size: int, folder: Path, noise: str = "spread", **changes: float
+) -> None:
     """One seed's corpus as a folder: documents.jsonl, truth.csv and sessions.csv."""
     from kiana.generate import generate, write_corpus
 
-    corpus = generate(corpus_config(seed, sweep_size, **changes))
+    corpus = generate(corpus_config(seed, sweep_size, noise, **changes))
     write_corpus(corpus, folder, layout="jsonl")
     corpus.sessions.write_csv(folder / SESSIONS_FILE)
 
@@ -408,17 +434,28 @@ def outlier_rows(
     return out.with_columns(pl.any_horizontal(*called).alias("called")).drop("_row")
 
 
+def judged(con: object) -> tuple[pl.DataFrame, object]:
+    """The runs and kiana's judgement of them, through :func:`kiana.analyze` (the one
+    pipeline; an older tree without it: ``judge(runs(con))``)."""
+    try:
+        from kiana import analyze
+    except ImportError:  # an older checkout (--read with PYTHONPATH at it)
+        frame = runs(con)  # type: ignore[arg-type]
+        return frame, judge(frame)
+    analysis = analyze(con)  # type: ignore[arg-type]
+    return analysis.runs, analysis.judgement
+
+
 def one_corpus(
     seed: int, folder: Path
 ) -> tuple[pl.DataFrame, pl.DataFrame, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
     truth, sessions = read_seed(folder)
     con = connect(None)
     load(con, [folder / "documents.jsonl"])
-    frame = runs(con)
-    con.close()
     started = time.monotonic()
-    result = judge(frame)
+    frame, result = judged(con)
     elapsed = time.monotonic() - started
+    con.close()
     findings = result.findings
     missing = [c for c in ("from_session", "to_session", "workloads") if c not in findings.columns]
     if missing or not hasattr(result, "quality"):
@@ -573,9 +610,108 @@ def _print(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
         print("  ".join(cells))
 
 
+#: The metrics of issue 21, per noise model: (row, cases, verdicts that count, target).
+CHANGE = ("regression", "improvement", "drift")
+
+
+def headline(merged: pl.DataFrame, noise: str) -> list[tuple[str, ...]]:
+    """Issue 21's metrics for one noise model: shares of units whose verdict counts."""
+    is_reg = pl.col("effect") == "regression"
+    found = merged.filter(~pl.col("case").is_in(["outlier", "conflict"]))
+    # (row, units, verdicts that count, target on this noise model)
+    specs: list[tuple[str, pl.DataFrame, tuple[str, ...] | None, str]] = [
+        ("false reg/imp among unchanged (A/A incl.)",
+         merged.filter(pl.col("case").is_in(["unchanged", "A/A pair"])), FLAGS, "<= 0.01"),
+        ("  A/A pairs called a change (reg/imp/drift)",
+         merged.filter(pl.col("case") == "A/A pair"), CHANGE, ""),
+        ("drift groups called a change (reg/imp)",
+         merged.filter(pl.col("case") == "drift"), FLAGS,
+         "<= 0.02" if noise == "realistic" else ""),
+        ("baseline changes called a change (reg/imp/drift)",
+         merged.filter(pl.col("case") == "baseline change"), CHANGE,
+         "<= 0.05" if noise == "realistic" else ""),
+        (">= 10% regressions found", found.filter(is_reg, pl.col("change") >= 0.10),
+         ("regression",), ">= 0.95" if noise == "realistic" else ""),
+        (">= 5% regressions found", found.filter(is_reg, pl.col("change") >= 0.05),
+         ("regression",), "1.0" if noise == "spread" else ""),
+        ("3% regressions found", found.filter(is_reg, (pl.col("change") - 0.03).abs() < 1e-9),
+         ("regression",), ">= 0.8" if noise == "spread" else ""),
+        ("improvements found", found.filter(pl.col("effect") == "improvement"),
+         ("improvement",), ">= 0.9" if noise == "spread" else ""),
+    ]  # fmt: skip
+    rows: list[tuple[str, ...]] = []
+    for name, frame, verdicts, target in specs:
+        cells = [
+            f"{frame.filter(pl.col(m).is_in(verdicts)).height / frame.height:.3f}"
+            if frame.height else "-"
+            for m in METHODS
+        ]  # fmt: skip
+        rows.append((name, noise, str(frame.height), *cells, target))
+    opposite = {"regression": "improvement", "improvement": "regression"}
+    flagged = found.filter(pl.col("effect").is_in(FLAGS))
+    wrong = [
+        str(flagged.filter(pl.col(m) == pl.col("effect").replace_strict(opposite)).height)
+        for m in METHODS
+    ]
+    rows.append(("changes called the wrong way (count)", noise, str(flagged.height), *wrong, "0"))
+    return rows
+
+
+def markdown(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """A markdown table (for bench/README.md)."""
+    print()
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join(" --- " if i == 0 else " ---: " for i in range(len(header))) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def evaluate(root: Path, seeds: list[int]) -> tuple[pl.DataFrame, ...]:
+    """The seeds' folders under ``root`` judged: merged units, conflicts, histories."""
+    parts = [one_corpus(s, root / f"seed-{s}") for s in seeds]
+    merged = pl.concat([p[0] for p in parts])
+    conflicts = pl.concat([p[1] for p in parts])
+    true_cps, mine, outliers = (pl.concat([p[2][i] for p in parts]) for i in range(3))
+    return merged, conflicts, true_cps, mine, outliers
+
+
+def details(parts: tuple[pl.DataFrame, ...], noise: str, misses: bool) -> None:
+    """The detailed tables of one noise model (and with ``misses`` kiana's misses)."""
+    merged, conflicts, true_cps, mine, outliers = parts
+    print(f"\n### noise model: {noise}")
+    _print(("case", "n", *METHODS, "target"), table(merged, conflicts))
+    _print(("long histories and outliers", "n", "kiana"), history_table(true_cps, mine, outliers))
+    _print(
+        ("long histories by", "change points", "found", "outliers", "called change",
+         "reported outlier"),
+        breakdown(true_cps, outliers),
+    )  # fmt: skip
+    if not misses:
+        return
+    wrong = (
+        (pl.col("case").str.contains("regression") & (pl.col("kiana") != "regression"))
+        | ((pl.col("case") == "improvement") & (pl.col("kiana") != "improvement"))
+        | ((pl.col("case") == "same-label change") & (pl.col("kiana") != pl.col("effect")))
+        | (pl.col("case").is_in(["unchanged", "drift", "A/A pair"]) & pl.col("kiana").is_in(FLAGS))
+        | ((pl.col("case") == "baseline change") & pl.col("kiana").is_in(CHANGE))
+    )
+    with pl.Config(tbl_rows=80, tbl_cols=14, fmt_str_lengths=30, tbl_width_chars=220):
+        print(merged.filter(wrong).select(
+            "seed", *GROUP, "from_version", "to_version", "to_session", "case", "change",
+            "kiana", "named",
+        ))  # fmt: skip
+        print(true_cps.filter(~pl.col("found")).select(
+            "seed", *GROUP, "to_version", "change", "noise", "spread", "step_verdict",
+        ))  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument(
+        "--noise", nargs="+", choices=("spread", "realistic"), default=["spread", "realistic"],
+        help="noise models to measure, side by side (default both)",
+    )  # fmt: skip
     parser.add_argument("--sweep-size", type=int, default=5)
     parser.add_argument(
         "--min-noise-multiple",
@@ -591,12 +727,16 @@ def main() -> None:
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
-        "--write", type=Path, metavar="DIR", help="only write the corpora to DIR/seed-N and stop"
-    )
+        "--write", type=Path, metavar="DIR",
+        help="only write the corpora to DIR/<noise>/seed-N and stop",
+    )  # fmt: skip
     where.add_argument(
         "--read", type=Path, metavar="DIR", help="evaluate the corpora written by --write DIR"
     )
-    parser.add_argument("--misses", action="store_true", help="list kiana's misses")
+    parser.add_argument("--details", action="store_true", help="also print the detailed tables")
+    parser.add_argument(
+        "--misses", action="store_true", help="list kiana's misses (implies --details)"
+    )
     args = parser.parse_args()
     changes = {
         "min_noise_multiple": args.min_noise_multiple,
@@ -604,41 +744,28 @@ def main() -> None:
         "histories": args.histories,
     }
     if args.write:
-        for seed in args.seeds:
-            write_seed(seed, args.sweep_size, args.write / f"seed-{seed}", **changes)
-        print(f"wrote seeds {args.seeds} to {args.write}")
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        root = args.read or Path(tmp)
-        if not args.read:
+        for noise in args.noise:
             for seed in args.seeds:
-                write_seed(seed, args.sweep_size, root / f"seed-{seed}", **changes)
-        parts = [one_corpus(s, root / f"seed-{s}") for s in args.seeds]
-    merged = pl.concat([p[0] for p in parts])
-    conflicts = pl.concat([p[1] for p in parts])
-    true_cps, mine, outliers = (pl.concat([p[2][i] for p in parts]) for i in range(3))
-    _print(("case", "n", *METHODS, "target"), table(merged, conflicts))
-    _print(("long histories and outliers", "n", "kiana"), history_table(true_cps, mine, outliers))
-    _print(
-        ("long histories by", "change points", "found", "outliers", "called change",
-         "reported outlier"),
-        breakdown(true_cps, outliers),
-    )  # fmt: skip
-    if args.misses:
-        wrong = (
-            (pl.col("case").str.contains("regression") & (pl.col("kiana") != "regression"))
-            | ((pl.col("case") == "improvement") & (pl.col("kiana") != "improvement"))
-            | ((pl.col("case") == "same-label change") & (pl.col("kiana") != pl.col("effect")))
-            | (pl.col("case").is_in(["unchanged", "drift"]) & pl.col("kiana").is_in(FLAGS))
-        )
-        with pl.Config(tbl_rows=80, tbl_cols=14, fmt_str_lengths=30, tbl_width_chars=220):
-            print(merged.filter(wrong).select(
-                "seed", *GROUP, "from_version", "to_version", "to_session", "case", "change",
-                "kiana", "named",
-            ))  # fmt: skip
-            print(true_cps.filter(~pl.col("found")).select(
-                "seed", *GROUP, "to_version", "change", "noise", "spread", "step_verdict",
-            ))  # fmt: skip
+                write_seed(
+                    seed, args.sweep_size, args.write / noise / f"seed-{seed}", noise, **changes
+                )
+        print(f"wrote seeds {args.seeds} of {', '.join(args.noise)} to {args.write}")
+        return
+    results: dict[str, tuple[pl.DataFrame, ...]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for noise in args.noise:
+            root = (args.read or Path(tmp)) / noise
+            if args.read and noise == "spread" and not root.exists():
+                root = args.read  # a folder written before the noise models (DIR/seed-N)
+            if not args.read:
+                for seed in args.seeds:
+                    write_seed(seed, args.sweep_size, root / f"seed-{seed}", noise, **changes)
+            results[noise] = evaluate(root, args.seeds)
+    rows = [row for noise, parts in results.items() for row in headline(parts[0], noise)]
+    markdown(("metric", "noise", "n", *METHODS, "target"), rows)
+    if args.details or args.misses:
+        for noise, parts in results.items():
+            details(parts, noise, args.misses)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="start from the default config or the one of the bundled data/generated corpus",
     )
     parser.add_argument(
+        "--noise",
+        choices=("spread", "realistic"),
+        default=None,
+        help="spread (default): a run's p20-p80 spread predicts its noise; realistic: "
+        "noise as Liger's real CSVs show it (per-sitting provider offsets, heavy tails, "
+        "single samples of slow kernels), plus baseline code changes and A/A pairs "
+        "(truth effects baseline_change and aa; docs/CALIBRATION.md)",
+    )
+    parser.add_argument(
         "--runs", type=int, metavar="N", help="about N documents (picks kernels, GPUs, versions)"
     )
     parser.add_argument("--kernels", nargs="+", metavar="KERNEL", help="Liger kernel names")
@@ -43,6 +52,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         ("zero-spread-share", "share of slow runs with p20 = median = p80"),
         ("min-change", "smallest injected effect (relative, 0.03 = 3%%)"),
         ("min-noise-multiple", "smallest injected effect in units of the series' spread"),
+        ("baseline-change-rate", "realistic only: baseline code changes per group and step"),
+        ("aa-rate", "realistic only: A/A pairs per kernel, pass, GPU and version"),
     ):
         parser.add_argument(f"--{name}", type=float, metavar="X", help=text)
     parser.add_argument(
@@ -92,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         "replicate_rate", "regression_rate", "improvement_rate", "drift_rate", "outlier_rate",
         "rerun_rate", "conflict_rate",
         "zero_spread_share", "min_change", "min_noise_multiple", "sweep_size", "head_label",
-        "histories",
+        "histories", "noise", "baseline_change_rate", "aa_rate",
     ):  # fmt: skip
         if getattr(args, name) is not None:
             changes[name] = getattr(args, name)

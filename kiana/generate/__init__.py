@@ -13,6 +13,9 @@ platform's float formatting.
 Modules: :mod:`~kiana.generate.catalog` (kernels, GPUs, releases),
 :mod:`~kiana.generate.config` (:class:`CorpusConfig`), :mod:`~kiana.generate.model`
 (latency and noise), :mod:`~kiana.generate.plan` (sessions, effects, truth),
+:mod:`~kiana.generate.realistic` and :mod:`~kiana.generate.sittings` (the realistic
+model and what only it plans), :mod:`~kiana.generate.calibration` (noise measured alike
+on real and generated runs),
 :mod:`~kiana.generate.histories` (long histories),
 :mod:`~kiana.generate.corpus` (runs and documents), :mod:`~kiana.generate.truth`
 and :mod:`~kiana.generate.output` (files).
@@ -104,6 +107,20 @@ lognormal series factor, sigma 0.3).  Per run:
 * numbers are quantized like CUDA events: 32 ns ticks, float32 milliseconds
   (``sourceNative.metrics``), integer nanoseconds in ``timing`` and ``measurements``.
 
+Realistic noise
+---------------
+``CorpusConfig(noise="realistic")`` (``kiana generate --noise realistic``) replaces the
+model above by one calibrated on Liger's real CSVs (:mod:`~kiana.generate.realistic`;
+the numbers and commands in ``docs/CALIBRATION.md``, measured by
+:mod:`~kiana.generate.calibration`): per-sitting offsets of each provider (a quarter of
+the sittings shifted by several percent, partly shared by every provider of the
+sitting), heavy-tailed per-workload noise (Student t) shared by a sitting's rounds,
+spreads and single samples (p20 = median = p80) by median latency as the real runs
+show them.  It also plans (:mod:`~kiana.generate.sittings`) A/A pairs (a sitting
+measured again minutes later in another CSV, label ``liger_csv``, nothing changed) and
+baseline code changes (one baseline moves, Liger does not).  Every realistic run
+carries a ``liger_csv`` label, so an A/A pair's two sittings stay two sessions.
+
 Memory rows (``memory=True``) are deterministic (p20 = median = p80, MB) and carry no
 effects.
 
@@ -130,7 +147,11 @@ One row per injected effect and series group, columns :data:`TRUTH_COLUMNS`:
   back, ``from_session = to_session`` = that session), ``changepoint`` (long
   histories only: provider ``liger``, workload null, a level shift that stays;
   ``from_session``/``to_session`` the sessions on each side of it; its step is not
-  repeated as a ``regression``/``improvement`` row);
+  repeated as a ``regression``/``improvement`` row); realistic corpora only:
+  ``baseline_change`` (a baseline provider, workload null: its own code changed at
+  ``to_session``, Liger's did not: a Liger finding of that step is ``unchanged``) and
+  ``aa`` (one row per provider, change 0: ``to_session`` repeats ``from_session``
+  minutes later in another CSV, same label, nothing changed);
 * ``change``: relative, +0.10 = 10% slower, exactly the factor applied (``1 +
   change``; for a conflict the other implementation's factor on the true latency);
 * ``note``: what was planted, for people (a long history's rows name its noise level

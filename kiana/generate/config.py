@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 from kiana.errors import UsageError
 from kiana.generate.catalog import GPUS, KERNELS, RELEASES, KernelSpec, Pass, liger_versions
@@ -23,6 +23,12 @@ ALL_NVIDIA: tuple[str, ...] = (
     "nvidia-h100-80gb-hbm3", "nvidia-h100-pcie", "nvidia-h100-nvl",
     "nvidia-a100-sxm4-80gb", "nvidia-a100-sxm4-40gb", "nvidia-a10g",
 )  # fmt: skip
+
+#: How run-to-run noise is drawn: ``spread`` (each run's p20-p80 spread predicts the
+#: noise of its median) or ``realistic`` (calibrated on Liger's real CSVs, see
+#: kiana.generate.realistic and docs/CALIBRATION.md).
+Noise = Literal["spread", "realistic"]
+NOISES: tuple[Noise, ...] = ("spread", "realistic")
 
 #: The largest corpus :meth:`CorpusConfig.sized` plans (documents).
 MAX_RUNS = 50_000_000
@@ -53,6 +59,19 @@ class CorpusConfig:
     is never planted where 3% is under twice the spread).  ``session_noise`` is the
     run-to-run noise of a median in units of the within-run sigma estimated from the
     spread; ``machine_noise`` the relative noise shared by one whole round of runs.
+
+    ``noise`` picks the model of run-to-run noise.  ``spread`` is the one above
+    (``session_noise``, ``machine_noise``, ``zero_spread_share`` and ``slow_ns``
+    apply).  ``realistic`` draws noise as Liger's real CSVs show it
+    (:mod:`kiana.generate.realistic`: per-sitting provider offsets, heavy-tailed
+    per-workload noise, spreads and single samples by latency; those four fields are
+    then unused) and plans two more kinds of sessions: baseline code changes
+    (``baseline_change_rate`` per kernel, pass, GPU and step without another effect:
+    one baseline moves by ``baseline_changes``, Liger does not) and A/A pairs
+    (``aa_rate`` per kernel, pass, GPU and version: the sitting measured again
+    minutes later, recorded in another CSV, nothing changed).  Both rates apply to
+    ``realistic`` only; with the same seed, both models plan the same groups,
+    release sessions and environment shifts (Liger effects' sizes follow the spreads).
     """
 
     seed: int = 0
@@ -94,6 +113,10 @@ class CorpusConfig:
     outlier_rate: float = 0.001
     session_noise: float = 0.5
     machine_noise: float = 0.002
+    noise: Noise = "spread"
+    baseline_change_rate: float = 0.03
+    baseline_changes: tuple[float, float] = (0.05, 0.30)
+    aa_rate: float = 0.03
     #: Also write memory rows (metric memory, MB), one per latency run.
     memory: bool = False
     #: Force at least one of every kind of effect whose rate is > 0.
@@ -137,7 +160,8 @@ class CorpusConfig:
                 * min(self.dtypes, len(kernel.dtypes))
             )
         rounds = 1 + self.replicate_rate * (self.replicates - 1) + self.conflict_rate / 3
-        sessions = len(self.version_labels) * (1 + self.rerun_rate)
+        again = self.rerun_rate + (self.aa_rate if self.noise == "realistic" else 0.0)
+        sessions = len(self.version_labels) * (1 + again)
         total = per_gpu_version * len(self.gpus) * sessions * rounds
         history = self.histories * 2 * self.sweep_size * sum(self.history_sessions) / 2
         return round((total + history) * (2 if self.memory else 1))
@@ -234,6 +258,10 @@ def _problems(config: CorpusConfig) -> list[str]:
     one_low, one_high = config.single_workload_changes
     if not 0 < config.min_change <= config.max_change or not 0 < low <= high:
         problems.append("change ranges must be positive and ordered")
+    if config.noise not in NOISES:
+        problems.append(f"noise must be one of {', '.join(NOISES)} (got {config.noise!r})")
+    if not 0 < config.baseline_changes[0] <= config.baseline_changes[1] < 1:
+        problems.append("baseline_changes must be positive, ordered and below 1")
     if not 0 < one_low <= one_high:
         problems.append("single_workload_changes must be positive and ordered")
     if config.max_change >= 1 or high >= 1 or one_high >= 1:

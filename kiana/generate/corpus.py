@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 from kiana.documents import Gpu, RunSpec, build_document
 from kiana.generate.catalog import resolve_gpu
 from kiana.generate.config import CorpusConfig
-from kiana.generate.model import SESSION_FORMAT, SPREAD_SIGMAS, f32_ms
+from kiana.generate.model import SESSION_FORMAT, SPREAD_SIGMAS, Point, Round, Series, f32_ms
 from kiana.generate.plan import plan
+from kiana.generate.realistic import RealisticNoise, Sitting, single_share
+from kiana.generate.sittings import AA_CSV, MAIN_CSV
 from kiana.generate.truth import truth_frame
 
 if TYPE_CHECKING:
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 #: Columns of :attr:`Corpus.sessions`, in order.
 SESSION_COLUMNS: tuple[str, ...] = (
     "kernel", "pass", "gpu", "liger_version", "session", "position", "rerun", "rounds",
-    "conflict",
+    "conflict", "aa",
 )  # fmt: skip
 
 #: Memory rows are stamped this long after their round's latency runs.
@@ -59,7 +61,9 @@ class Corpus:
     def sessions(self) -> pl.DataFrame:
         """One row per latency session (kernel, pass, GPU, label, sitting): its id, its
         ``position`` in the group's (version, time) order, ``rerun`` (1: a same-label
-        re-benchmark), its number of rounds and whether a conflict was planted in it."""
+        re-benchmark or an A/A sitting), its number of rounds, whether a conflict was
+        planted in it and whether it repeats the session before it (``aa``: an A/A
+        pair's second sitting, realistic corpora only)."""
         import polars as pl
 
         rounds: dict[tuple[int, int, int], int] = {}
@@ -78,10 +82,11 @@ class Corpus:
                         group.kernel.name, group.pass_, group.gpu.gpu.label,
                         self.versions[point[0]], group.sessions[point].strftime(SESSION_FORMAT),
                         position, point[1], rounds[key], key in conflicts,
+                        (index, point) in self._plan.aa,
                     )
                 )  # fmt: skip
         types: dict[str, Any] = {"position": pl.Int64, "rerun": pl.Int64, "rounds": pl.Int64}
-        types["conflict"] = pl.Boolean
+        types["conflict"] = types["aa"] = pl.Boolean
         schema = {c: types.get(c, pl.String) for c in SESSION_COLUMNS}
         return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -104,40 +109,22 @@ class Corpus:
 
     def specs(self) -> Iterator[RunSpec]:
         """Every run as a :class:`kiana.documents.RunSpec`, round by round; the noise of
-        each round comes from ``random.Random`` seeded by (seed, round index)."""
+        each round comes from ``random.Random`` seeded by (seed, round index), what a
+        realistic sitting shares from one seeded by the sitting."""
         config = self.config
-        sigma_scale = config.session_noise / SPREAD_SIGMAS
-        outliers = self._plan.outliers
-        histories, session_factors = self._plan.histories, self._plan.session_factors
+        realistic = _RealisticDraws(self) if config.noise == "realistic" else None
         for index, r in enumerate(self._plan.rounds):
             rng = random.Random(f"kiana-generate:{config.seed}:{index}")
-            gauss, uniform, rand = rng.gauss, rng.uniform, rng.random
             group = self._plan.groups[r.group]
             kernel, pass_, gpu = group.kernel, group.pass_, group.gpu.gpu
             version = self.versions[r.version]
-            point = (r.version, r.rerun)
-            machine = math.exp(gauss(0, config.machine_noise)) if config.machine_noise else 1.0
-            history = histories.get(r.group)
-            off = session_factors.get((r.group, point), 1.0)
-            for position, series in enumerate(group.series):
-                if r.backend is not None and series.provider != "liger":
-                    continue
-                median = series.base_ns * group.factor(series, point) * machine
-                median *= r.backend or 1.0
-                sigma = history.noise if history else sigma_scale * series.spread
-                median *= math.exp(gauss(0, sigma))
-                median *= outliers.get((index, position), 1.0)
-                if series.provider == "liger":
-                    median *= off
-                spread = series.spread * math.exp(gauss(0, 0.25))
-                lower = uniform(0.4, 0.55)
-                zero = rand() < config.zero_spread_share and median >= config.slow_ns
-                if history.zero_spread if history else zero:
-                    ms_20 = ms_50 = ms_80 = f32_ms(median)
-                else:
-                    ms_20 = f32_ms(median * (1 - lower * spread))
-                    ms_50 = f32_ms(median)
-                    ms_80 = f32_ms(median * (1 + (1 - lower) * spread))
+            labels: dict[str, str] = {}
+            if realistic is not None and r.group not in self._plan.histories:
+                labels = {"liger_csv": realistic.csv(r)}
+                numbers = realistic.round(rng, index, r)
+            else:
+                numbers = self._spread_round(rng, index, r)
+            for series, (ms_20, ms_50, ms_80) in numbers:
                 yield RunSpec(
                     kernel=kernel.name,
                     kernel_title=kernel.title,
@@ -152,11 +139,44 @@ class Corpus:
                     p80=ms_80 * 1e6,
                     workload_params=series.workload.params,
                     native_metrics={"ms_20": ms_20, "ms_50": ms_50, "ms_80": ms_80},
+                    labels=labels,
                 )
             if config.memory and r.backend is None:
-                yield from self._memory(r.group, version, r.at + MEMORY_OFFSET)
+                yield from self._memory(r.group, version, r.at + MEMORY_OFFSET, labels)
 
-    def _memory(self, index: int, version: str, at: datetime) -> Iterator[RunSpec]:
+    def _spread_round(
+        self, rng: random.Random, index: int, r: Round
+    ) -> Iterator[tuple[Series, tuple[float, float, float]]]:
+        """The ``spread`` model: one round's runs as (series, (ms_20, ms_50, ms_80))."""
+        config = self.config
+        gauss, uniform, rand = rng.gauss, rng.uniform, rng.random
+        group = self._plan.groups[r.group]
+        point = (r.version, r.rerun)
+        machine = math.exp(gauss(0, config.machine_noise)) if config.machine_noise else 1.0
+        history = self._plan.histories.get(r.group)
+        off = self._plan.session_factors.get((r.group, point), 1.0)
+        sigma_scale = config.session_noise / SPREAD_SIGMAS
+        for position, series in enumerate(group.series):
+            if r.backend is not None and series.provider != "liger":
+                continue
+            median = series.base_ns * group.factor(series, point) * machine
+            median *= r.backend or 1.0
+            sigma = history.noise if history else sigma_scale * series.spread
+            median *= math.exp(gauss(0, sigma))
+            median *= self._plan.outliers.get((index, position), 1.0)
+            if series.provider == "liger":
+                median *= off
+            spread = series.spread * math.exp(gauss(0, 0.25))
+            lower = uniform(0.4, 0.55)
+            zero = rand() < config.zero_spread_share and median >= config.slow_ns
+            if history.zero_spread if history else zero:
+                yield series, (f32_ms(median),) * 3
+            else:
+                yield series, _quantiles(median, spread, lower)
+
+    def _memory(
+        self, index: int, version: str, at: datetime, labels: dict[str, str]
+    ) -> Iterator[RunSpec]:
         group = self._plan.groups[index]
         for series in group.series:
             mb = series.memory_mb
@@ -174,6 +194,7 @@ class Corpus:
                 p80=mb,
                 metric="memory",
                 workload_params=series.workload.params,
+                labels=labels,
             )
 
     def documents(self) -> Iterator[dict[str, Any]]:
@@ -181,6 +202,80 @@ class Corpus:
         streamed: a fresh iterator each call, the same documents each time."""
         for spec in self.specs():
             yield build_document(spec)
+
+
+def _quantiles(median: float, spread: float, lower: float) -> tuple[float, float, float]:
+    """p20, median and p80 as the harness reports them: ``lower`` of the spread below."""
+    return (
+        f32_ms(median * (1 - lower * spread)),
+        f32_ms(median),
+        f32_ms(median * (1 + (1 - lower) * spread)),
+    )
+
+
+class _RealisticDraws:
+    """The ``realistic`` model's runs (:mod:`kiana.generate.realistic`): a sitting's
+    state and each provider's offset are drawn once per sitting from generators seeded
+    by it, so every round and workload of the sitting shares them."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.plan = corpus._plan
+        self.seed = corpus.config.seed
+        self.noise = RealisticNoise()
+        self.versions = corpus.versions
+        self._sittings: dict[tuple[str, ...], Sitting] = {}
+        self._offsets: dict[tuple[int, Point, str], tuple[float, dict[str, float]]] = {}
+
+    def csv(self, r: Round) -> str:
+        return AA_CSV if (r.group, (r.version, r.rerun)) in self.plan.aa else MAIN_CSV
+
+    def sitting(self, r: Round) -> Sitting:
+        """Shared by every pass of one kernel and GPU timed on the same day (one run of
+        the benchmark script) under one label and CSV."""
+        group = self.plan.groups[r.group]
+        day = group.sessions[(r.version, r.rerun)].date().isoformat()
+        key = (group.kernel.name, group.gpu.gpu.slug, self.versions[r.version], day, self.csv(r))
+        if key not in self._sittings:
+            rng = random.Random("kiana-generate-sitting:" + ":".join((str(self.seed), *key)))
+            self._sittings[key] = self.noise.sitting(rng)
+        return self._sittings[key]
+
+    def offset(self, r: Round, provider: str, workload: str) -> float:
+        """The provider's offset in the sitting plus the workload's own part of it."""
+        key = (r.group, (r.version, r.rerun), provider)
+        if key not in self._offsets:
+            name = f"kiana-generate-offset:{self.seed}:{r.group}:{r.version}:{r.rerun}:{provider}"
+            rng, sitting = random.Random(name), self.sitting(r)
+            offset = self.noise.offset(rng, sitting)
+            own = {
+                s.workload.slug: self.noise.workload(rng, sitting)
+                for s in self.plan.groups[r.group].series if s.provider == provider
+            }  # fmt: skip
+            self._offsets[key] = (offset, own)
+        offset, own = self._offsets[key]
+        return offset + own[workload]
+
+    def round(
+        self, rng: random.Random, index: int, r: Round
+    ) -> Iterator[tuple[Series, tuple[float, float, float]]]:
+        """One round's runs as (series, (ms_20, ms_50, ms_80))."""
+        group = self.plan.groups[r.group]
+        point = (r.version, r.rerun)
+        for position, series in enumerate(group.series):
+            if r.backend is not None and series.provider != "liger":
+                continue
+            median = series.base_ns * group.factor(series, point) * (r.backend or 1.0)
+            noise = self.offset(r, series.provider, series.workload.slug)
+            noise += self.noise.run(rng, series.spread)
+            median *= math.exp(noise) * self.plan.outliers.get((index, position), 1.0)
+            spread = series.spread * math.exp(rng.gauss(0, self.noise.run_spread_sigma))
+            lower = rng.uniform(0.4, 0.55)
+            if rng.random() < single_share(median):
+                # One timing: a draw of the timing distribution, reported without a spread.
+                one = median * math.exp(rng.gauss(0, spread / SPREAD_SIGMAS))
+                yield series, (f32_ms(one),) * 3
+            else:
+                yield series, _quantiles(median, spread, lower)
 
 
 def generate(config: CorpusConfig | None = None) -> Corpus:

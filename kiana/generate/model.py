@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -55,6 +56,20 @@ class Change:
     factor: float
     provider: str | None  # None: every provider (an environment shift)
     workload: str | None  # None: every workload
+
+
+@dataclass(frozen=True)
+class Round:
+    """One pass over a session's sweep, all runs stamped ``at``: replicate 0 is the
+    session's first, later replicates follow minutes apart; ``backend`` (a factor on
+    the true latency) marks the ``liger`` runs of another implementation."""
+
+    group: int
+    version: int
+    rerun: int
+    replicate: int
+    at: datetime
+    backend: float | None = None
 
 
 @dataclass
@@ -135,17 +150,22 @@ def memory_mb(kernel: KernelSpec, pass_: Pass, provider: str, w: Workload) -> fl
 def plan_series(
     rng: random.Random, kernel: KernelSpec, pass_: Pass, gpu: GpuSpec,
     providers: tuple[str, ...], sweep: list[Workload],
+    spread_of: Callable[[float], float] | None = None, spread_sigma: float = 0.3,
 ) -> list[Series]:  # fmt: skip
     """The series of one kernel, pass and GPU: each provider gets a personality factor
-    (lognormal, sigma 8%) and a noisiness (sigma 0.3), each workload a small factor (3%)."""
+    (lognormal, sigma 8%) and a noisiness (lognormal, ``spread_sigma``, 0.3), each
+    workload a small factor (3%).  ``spread_of`` gives a latency's typical spread
+    (:func:`typical_spread` by default); the draws are the same whatever it is."""
     series: list[Series] = []
+    spread_of = spread_of or typical_spread
     for provider in providers:
         personality = math.exp(rng.gauss(0, 0.08))
-        noisiness = math.exp(rng.gauss(0, 0.3))
+        draw = rng.gauss(0, 0.3)
+        noisiness = math.exp(draw if spread_sigma == 0.3 else draw * spread_sigma / 0.3)
         for w in sweep:
             base = base_ns(kernel, pass_, provider, gpu, w)
             base *= personality * math.exp(rng.gauss(0, 0.03))
-            spread = typical_spread(base) * noisiness
+            spread = spread_of(base) * noisiness
             series.append(Series(provider, w, base, spread, memory_mb(kernel, pass_, provider, w)))
     return series
 

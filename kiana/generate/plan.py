@@ -13,6 +13,7 @@ applies from its point on, so a same-label code change stays in later releases.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -20,24 +21,12 @@ from typing import Any, Literal
 from kiana.generate.catalog import KERNELS, release_dates, resolve_gpu
 from kiana.generate.config import CorpusConfig, baselines_of, passes_of
 from kiana.generate.histories import History, plan_histories
-from kiana.generate.model import Change, Group, Point, loguniform, plan_series, workloads
+from kiana.generate.model import Change, Group, Point, Round, loguniform, plan_series, workloads
+from kiana.generate.realistic import RealisticNoise, spread_at
+from kiana.generate.sittings import plan_aa, plan_baseline_changes
 from kiana.generate.truth import Effect
 
 Kind = Literal["workload", "small3", "small45", "large"]
-
-
-@dataclass(frozen=True)
-class Round:
-    """One pass over a session's sweep, all runs stamped ``at``: replicate 0 is the
-    session's first, later replicates follow minutes apart; ``backend`` (a factor on
-    the true latency) marks the ``liger`` runs of another implementation."""
-
-    group: int
-    version: int
-    rerun: int
-    replicate: int
-    at: datetime
-    backend: float | None = None
 
 
 @dataclass
@@ -53,6 +42,8 @@ class Plan:
     histories: dict[int, History] = field(default_factory=dict)
     #: (group index, point) -> factor on every ``liger`` run of an outlier session.
     session_factors: dict[tuple[int, Point], float] = field(default_factory=dict)
+    #: Sessions that repeat the one before them minutes later, nothing changed (A/A).
+    aa: set[tuple[int, Point]] = field(default_factory=set)
 
 
 def plan(config: CorpusConfig) -> Plan:
@@ -68,12 +59,23 @@ class _Planner:
         self.rounds = self.plan.rounds
         self.drifted: set[tuple[str, int]] = set()
         self.touched: set[tuple[int, Point]] = set()
+        #: (group, point) of every step an effect ends in.
+        self.stepped: set[tuple[int, Point]] = set()
         rng = random.Random(config.seed)
+        # What only the realistic model plans comes from a generator of its own, so
+        # both models plan the same groups, sessions and effects for one seed.
+        realistic = random.Random(f"kiana-generate-realistic:{config.seed}")
         self._groups(rng)
         self._sessions(rng)
+        if config.noise == "realistic":
+            plan_aa(config, realistic, self.groups, self.rounds, self.plan.aa, self._record)
+            self.touched |= self.plan.aa
         self._drift(rng)
         self._liger_effects(rng)
         self._rerun_effects(rng)
+        if config.noise == "realistic":
+            stepped = self.stepped | self.plan.aa
+            plan_baseline_changes(config, realistic, self.groups, stepped, self._step)
         self._conflicts(rng)
         self.rounds.sort(key=lambda r: (r.version, r.at, r.group, r.replicate))
         self._outliers(rng)
@@ -86,6 +88,9 @@ class _Planner:
 
     def _groups(self, rng: random.Random) -> None:
         config = self.config
+        spreads: tuple[Callable[[float], float] | None, float] = (None, 0.3)
+        if config.noise == "realistic":
+            spreads = (spread_at, RealisticNoise().series_spread_sigma)
         for name in config.kernels:
             kernel = KERNELS[name]
             sweep = workloads(kernel, config.sweep_size, config.dtypes)
@@ -93,7 +98,7 @@ class _Planner:
             for gpu_key in config.gpus:
                 gpu = resolve_gpu(gpu_key)
                 for pass_ in passes_of(kernel, config):
-                    series = plan_series(rng, kernel, pass_, gpu, providers, sweep)
+                    series = plan_series(rng, kernel, pass_, gpu, providers, sweep, *spreads)
                     self.groups.append(Group(kernel, pass_, gpu, series))
 
     def _sessions(self, rng: random.Random) -> None:
@@ -262,7 +267,8 @@ class _Planner:
         config = self.config
         reruns = [
             (index, point) for index, group in enumerate(self.groups)
-            for point in sorted(group.sessions) if point[1] == 1
+            for point in sorted(group.sessions)
+            if point[1] == 1 and (index, point) not in self.plan.aa
         ]  # fmt: skip
         changed = [rng.random() < config.rerun_change_share for _ in reruns]
         if config.guarantee_effects and len(reruns) >= 2:
@@ -349,6 +355,7 @@ class _Planner:
     ) -> None:  # fmt: skip
         start = self.groups[index].previous(to)
         self.touched.update({(index, start), (index, to)})
+        self.stepped.add((index, to))
         self._record(index, provider, workload, start, to, effect, change, note)
 
     def _record(

@@ -10,9 +10,13 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import polars as pl
 
-Effect = Literal["regression", "improvement", "drift", "outlier", "conflict", "changepoint"]
+Effect = Literal[
+    "regression", "improvement", "drift", "outlier", "conflict", "changepoint",
+    "baseline_change", "aa",
+]  # fmt: skip
 EFFECTS: tuple[Effect, ...] = (
     "regression", "improvement", "drift", "outlier", "conflict", "changepoint",
+    "baseline_change", "aa",
 )  # fmt: skip
 
 #: Columns of :attr:`kiana.generate.Corpus.truth`, in order (see kiana.generate).
