@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.stats.calibration import Calibration, fit, sigmas
+from kiana.stats.calibration import Calibration, fit, sigmas, state_factors
 from kiana.stats.changepoints import changepoints as _changepoints
 from kiana.stats.changepoints import empty_changepoints
 from kiana.stats.codechanges import CodeChanges, mark_changes
@@ -49,6 +49,7 @@ from kiana.stats.quality import quality
 from kiana.stats.reruns import mark_reruns, rerun_quality
 from kiana.stats.series import judgeable, points
 from kiana.stats.sessions import session_label
+from kiana.stats.states import group_key
 from kiana.stats.steps import decide, measure, pair_points
 from kiana.stats.sweeps import FINDING_COLUMNS
 from kiana.stats.sweeps import findings as _findings
@@ -154,7 +155,9 @@ def calibrate(
     return fit(_stage(runs, options, code_changes).steps)
 
 
-def _sigmas(calibration: Calibration | None, options: JudgeOptions) -> Sigmas:
+def _sigmas(calibration: Calibration | None, options: JudgeOptions, steps: pl.DataFrame) -> Sigmas:
+    """The calibrated sigmas of a frame, the sitting states of ``steps`` applied; zero
+    without a calibration."""
     if calibration is None:
         zero = pl.lit(0.0)
 
@@ -170,7 +173,15 @@ def _sigmas(calibration: Calibration | None, options: JudgeOptions) -> Sigmas:
             )
 
         return none
-    return lambda frame: sigmas(frame, calibration, options.separation)
+    cal = calibration.frame
+    factors, _ = state_factors(
+        steps,
+        cal.filter(pl.col("component") == "workload"),
+        cal.filter(pl.col("component") == "sitting"),
+        cal.filter(pl.col("component") == "state"),
+        options.separation,
+    )
+    return lambda frame: sigmas(frame, calibration, options.separation, factors)
 
 
 def judge(
@@ -184,9 +195,10 @@ def judge(
     stage = _stage(runs, options, code_changes)
     if calibration is None and options.calibrate:
         calibration = fit(stage.steps)
-    noise = _sigmas(calibration if options.calibrate else None, options)
-    aa = stage.steps.filter(pl.col("aa"))
-    steps = measure(noise(stage.steps.filter(~pl.col("aa"))))
+    grouped = group_key(stage.steps)
+    noise = _sigmas(calibration if options.calibrate else None, options, grouped)
+    aa = grouped.filter(pl.col("aa"))
+    steps = measure(noise(grouped.filter(~pl.col("aa"))))
     steps = decide(attach_controls(steps, stage.points, noise, options), options)
     steps, outliers = mark_outliers(steps, options)
     found = _no_nan(_findings(steps, options))

@@ -22,14 +22,16 @@ heavy-tailed two-groups model of :mod:`kiana.stats.nullfit`:
   single-sample steps (p20 = median = p80 on either side: one ``do_bench`` sample
   moves far more than a median of many);
 * the **sitting** component from what cannot be a change of Liger: the mean log
-  ratio of a baseline's sweep (the machine and its own offset: an upper bound on the
-  offset, ``c = 1``; environment shifts and the baselines' own code changes are the
-  two-groups model's alternative), the mean difference of two baselines of one step
-  over their common workloads (the machine cancels, ``c = 2``), and A/A pairs (two
-  sessions of the same code, :mod:`kiana.stats.reruns`: pure noise, ``c = 1``).
-  Liger's own steps never enter it: they hold the changes being judged, and a
-  provider's sitting offset is a property of the harness and the machine, which
-  Liger shares with its baselines.  Steps whose baseline code changed
+  ratio of a baseline's sweep (the machine's move and the provider's own offset;
+  environment shifts and the baselines' own code changes are the two-groups model's
+  alternative), the mean difference of two baselines of one step over their common
+  workloads, and A/A pairs (two sessions of the same code, :mod:`kiana.stats.reruns`:
+  pure noise, never a change); all ``c = 1``.  A control-adjusted change (Liger minus
+  its control) carries one such term: the machine cancels, and two providers' own
+  offsets are taken to weigh as much as one centre's machine and offset together (in
+  Liger's jsd pair of 2026-05-27 and 06-16, torch's centres moved -4.4%, -11.0% and
+  -4.0%, Liger minus torch +1.1%, +6.9% and +2.4%).  Liger's own steps never enter
+  it: they hold the changes being judged.  Steps whose baseline code changed
   (:mod:`kiana.stats.codechanges`) are left out.
 
 Hierarchy: every estimate is per GPU and metric, never pooled across GPUs, so judging
@@ -60,7 +62,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from kiana.stats import states
 from kiana.stats.nullfit import GRID, equivalent_factor, fit_cells
+from kiana.stats.nullsamples import sampling_expr, sitting_samples, workload_samples
 
 #: Prior centres of each component's scale, per metric and sampling (module docstring).
 PRIOR: dict[tuple[str, str, str], float] = {
@@ -78,6 +82,10 @@ PRIOR: dict[tuple[str, str, str], float] = {
 PRIOR_TAIL: dict[str, float] = {"latency": 3.0, "memory": math.inf}
 TOP_SD = 1.0
 CHILD_SD = 0.5
+#: Components whose Student-t tails are fitted.  The sitting component is normal within
+#: a sitting state: its heavy tails across sittings are the scale mixture of
+#: :mod:`kiana.stats.states` (a t is itself a scale mixture of normals).
+TAILED = ("workload",)
 
 WORKLOAD_LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("gpu", ("gpu", "metric", "sampling")),
@@ -95,8 +103,11 @@ CALIBRATION_SCHEMA: dict[str, pl.DataType] = {
     "component": pl.String(), "level": pl.String(), "gpu": pl.String(), "metric": pl.String(),
     "sampling": pl.String(), "kernel": pl.String(), "provider": pl.String(),
     "scale": pl.Float64(), "tail": pl.Float64(), "share": pl.Float64(),
-    "samples": pl.Int64(), "bounded": pl.Boolean(),
+    "samples": pl.Int64(), "bounded": pl.Boolean(), "workload_factor": pl.Float64(),
+    "sitting_factor": pl.Float64(), "weight": pl.Float64(),
 }  # fmt: skip
+#: Rounds of fitting the components and the sitting states in turn.
+ROUNDS = 2
 
 
 @dataclass(frozen=True)
@@ -130,15 +141,6 @@ class Calibration:
         return cls(pl.DataFrame(schema=CALIBRATION_SCHEMA))
 
 
-def sampling_expr() -> pl.Expr:
-    """``single`` for a step with a one-sample side (noise source ``single``)."""
-    return (
-        pl.when(pl.col("noise_source") == "single")
-        .then(pl.lit("single"))
-        .otherwise(pl.lit("median"))
-    )
-
-
 def _prior(metric: pl.Expr, component: str, sampling: pl.Expr | None) -> pl.Expr:
     """The prior centre of :data:`PRIOR` for each row (latency's for other metrics)."""
     entries = [
@@ -169,7 +171,11 @@ def _fit(
             sampling = pl.col("sampling") if "sampling" in keys else None
             prior_tail = pl.lit(PRIOR_TAIL["latency"])
             for metric, value in PRIOR_TAIL.items():
-                prior_tail = pl.when(pl.col("metric") == metric).then(pl.lit(value)).otherwise(prior_tail)
+                prior_tail = (
+                    pl.when(pl.col("metric") == metric).then(pl.lit(value)).otherwise(prior_tail)
+                )
+            if component not in TAILED:
+                prior_tail = pl.lit(math.inf)
             cells = cells.with_columns(
                 _prior(pl.col("metric"), component, sampling).alias("_center"),
                 pl.lit(TOP_SD).alias("_sd"),
@@ -193,7 +199,8 @@ def _fit(
         scale, nu, share = fit_cells(
             cell, cells.height, indexed["x"].to_numpy(), indexed["q2"].to_numpy(),
             indexed["c"].to_numpy(), indexed["may_change"].to_numpy(),
-            cells["_center"].to_numpy(), cells["_sd"].to_numpy(), tails=depth == 0,
+            cells["_center"].to_numpy(), cells["_sd"].to_numpy(),
+            tails=depth == 0 and component in TAILED,
             nu=nu, share=share,
         )  # fmt: skip
         fitted = cells.select(*keys, "samples").with_columns(
@@ -210,92 +217,129 @@ def _fit(
     )
 
 
-def workload_samples(steps: pl.DataFrame) -> pl.DataFrame:
-    """Differences of consecutive workloads of one sweep (module docstring)."""
-    sweep = ["kernel", "pass", "provider", "gpu", "metric", "from_session", "to_session"]
-    usable = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
-    ordered = usable.sort([*sweep, "workload"]).with_columns(
-        (pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2)).alias("_q2"),
-        sampling_expr().alias("_sampling"),
-    )
-    nxt = [
-        pl.col(c).shift(-1).over(sweep).alias(f"_n{c}") for c in ("log_ratio", "_q2", "_sampling")
-    ]
-    paired = ordered.with_columns(nxt).filter(pl.col("_nlog_ratio").is_not_null())
-    single = (pl.col("_sampling") == "single") | (pl.col("_n_sampling") == "single")
-    return paired.select(
-        "gpu", "metric",
-        pl.when(single).then(pl.lit("single")).otherwise(pl.lit("median")).alias("sampling"),
-        "kernel", "provider",
-        (pl.col("log_ratio") - pl.col("_nlog_ratio")).alias("x"),
-        (pl.col("_q2") + pl.col("_n_q2")).alias("q2"),
-        pl.lit(2.0).alias("c"),
-        pl.lit(True).alias("may_change"),
+def _samples_with(samples: pl.DataFrame, f2: pl.DataFrame | None, column: str) -> pl.DataFrame:
+    """``samples`` with ``c`` multiplied by their group's ``f2`` column (1 without)."""
+    if f2 is None:
+        return samples
+    joined = samples.join(f2.select("_group", column), on="_group", how="left")
+    return joined.with_columns(pl.col("c") * pl.col(column).fill_null(1.0)).drop(column)
+
+
+def _base(samples: pl.DataFrame, cells: pl.DataFrame, component: str) -> pl.DataFrame:
+    """Each sample's base variance (``base``), ``tail`` and ``share`` (0 where it
+    cannot be a change) from its finest cell of ``cells``."""
+    scaled = attach_scales(samples, Calibration(cells), component=component)
+    return scaled.with_columns(
+        pl.col(f"{component}_var").alias("base"),
+        pl.col(f"{component}_tail").alias("tail"),
+        pl.when(pl.col("may_change")).then(pl.col(f"{component}_share").fill_null(0.0)).otherwise(0.0).alias("share"),
     )  # fmt: skip
 
 
-def sitting_samples(steps: pl.DataFrame) -> pl.DataFrame:
-    """Baseline sweep means, baseline-pair differences and A/A sweep means (module
-    docstring).  ``steps`` carry ``workload_var`` (the calibrated workload component,
-    squared t scale)."""
-    sitting = ["kernel", "pass", "gpu", "metric", "from_session", "to_session"]
-    q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
-    base = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
-    base = base.select(
-        *sitting, "partition_id", "provider", "is_liger", "aa", "log_ratio", q2.alias("_q2")
-    )
-    baselines = base.filter(~pl.col("is_liger") & ~pl.col("aa"))
-    pairs = baselines.join(baselines, on=[*sitting, "partition_id"], suffix="_b").filter(
-        pl.col("provider") < pl.col("provider_b")
-    )
-    between = pairs.group_by(*sitting, "provider", "provider_b").agg(
-        (pl.col("log_ratio") - pl.col("log_ratio_b")).mean().alias("x"),
-        ((pl.col("_q2") + pl.col("_q2_b")).sum() / pl.len().pow(2)).alias("q2"),
-    )
-
-    def means(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.group_by(*sitting, "provider").agg(
-            pl.col("log_ratio").mean().alias("x"),
-            (pl.col("_q2").sum() / pl.len().pow(2)).alias("q2"),
+def _with_workload_var(
+    steps: pl.DataFrame, cells: pl.DataFrame, f2w: pl.DataFrame | None
+) -> pl.DataFrame:
+    frame = attach_scales(steps, Calibration(cells), component="workload")
+    if f2w is not None:
+        frame = (
+            frame.join(f2w.select("_group", "f2w"), on="_group", how="left")
+            .with_columns(pl.col("workload_var") * pl.col("f2w").fill_null(1.0))
+            .drop("f2w")
         )
+    return frame
 
-    columns = ["gpu", "metric", "kernel", "x", "q2", "c", "may_change"]
-    parts = [
-        (between, 2.0, True),
-        (means(baselines), 1.0, True),
-        (means(base.filter(pl.col("aa"))), 1.0, False),
-    ]
-    return pl.concat(
-        [
-            part.with_columns(pl.lit(c).alias("c"), pl.lit(change).alias("may_change")).select(columns)
-            for part, c, change in parts
-        ],
-        how="vertical_relaxed",
+
+def state_factors(
+    steps: pl.DataFrame, workload: pl.DataFrame, sitting: pl.DataFrame,
+    priors: pl.DataFrame | None, separation: float = 3.0,
+) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
+    """``(factors, priors)``: per sitting group the posterior means ``f2w`` and ``f2s``
+    and the tail-matched factors ``fw`` and ``fs`` at ``separation``
+    (:mod:`kiana.stats.states`), and the state priors (learned by NPMLE when
+    ``priors`` is None, one set per GPU and metric)."""
+    ws = _base(workload_samples(steps), workload, "workload")
+    keys = steps.select("_group", "gpu", "metric").unique().sort("_group")
+    first: list[pl.DataFrame] = []
+    weights: dict[tuple[str, str], np.ndarray] = {}
+    for (gpu, metric), part in keys.group_by("gpu", "metric", maintain_order=True):
+        groups = part["_group"]
+        a = states.factor_loglik(ws, groups)
+        if priors is None:
+            w0 = states.npmle(a, np.zeros_like(a))
+        else:
+            w0 = states.prior_of(
+                priors.filter((pl.col("gpu") == gpu) & (pl.col("metric") == metric))
+            )
+        weights[(str(gpu), str(metric))] = w0
+        marginal_w, _ = states.posterior(a, np.zeros_like(a), w0)
+        first.append(pl.DataFrame({"_group": groups, "f2w": states.mean_f2(marginal_w)}))
+    f2w_frame = (
+        pl.concat(first) if first else pl.DataFrame(schema={"_group": pl.String, "f2w": pl.Float64})
     )
+    ss = _base(sitting_samples(_with_workload_var(steps, workload, f2w_frame)), sitting, "sitting")
+    out: list[pl.DataFrame] = []
+    rows: list[pl.DataFrame] = []
+    for (gpu, metric), part in keys.group_by("gpu", "metric", maintain_order=True):
+        groups = part["_group"]
+        a, b = states.factor_loglik(ws, groups), states.factor_loglik(ss, groups)
+        w = states.npmle(a, b) if priors is None else weights[(str(gpu), str(metric))]
+        m_w, m_s = states.posterior(a, b, w)
+        out.append(
+            pl.DataFrame({
+                "_group": groups, "f2w": states.mean_f2(m_w), "f2s": states.mean_f2(m_s),
+                "fw": states.equivalent(m_w, separation), "fs": states.equivalent(m_s, separation),
+            })
+        )  # fmt: skip
+        rows.append(states.prior_rows(w, str(gpu), str(metric)))
+    schema = {c: pl.Float64 for c in ("f2w", "f2s", "fw", "fs")} | {"_group": pl.String}
+    f2 = pl.concat(out) if out else pl.DataFrame(schema=schema)
+    found = pl.concat(rows) if rows else pl.DataFrame()
+    return f2, found
 
 
 def fit(steps: pl.DataFrame) -> Calibration:
-    """Calibrate both components on ``steps`` (the steps of :func:`kiana.stats.steps.
-    pair_points` with ``aa`` and ``benchmark_changed`` marked)."""
-    workload = _fit(workload_samples(steps), "workload", WORKLOAD_LEVELS)
-    with_var = attach_scales(steps, Calibration(workload), component="workload")
-    sitting = _fit(sitting_samples(with_var), "sitting", SITTING_LEVELS)
-    frame = pl.concat([workload, sitting], how="diagonal_relaxed")
+    """Calibrate both components and the sitting states on ``steps`` (the steps of
+    :func:`kiana.stats.steps.pair_points` with ``is_liger``, ``aa`` and
+    ``benchmark_changed`` marked), in :data:`ROUNDS` rounds: components given the
+    states, states given the components."""
+    steps = states.group_key(steps)
+    f2: pl.DataFrame | None = None
+    workload = sitting = pl.DataFrame(schema=CALIBRATION_SCHEMA)
+    priors = pl.DataFrame()
+    for _ in range(ROUNDS):
+        ws = _samples_with(workload_samples(steps), f2, "f2w")
+        workload = _fit(ws, "workload", WORKLOAD_LEVELS)
+        with_var = _with_workload_var(steps, workload, f2)
+        ss = _samples_with(sitting_samples(with_var), f2, "f2s")
+        sitting = _fit(ss, "sitting", SITTING_LEVELS)
+        f2, priors = state_factors(steps, workload, sitting, None)
+    state_rows = priors.with_columns(
+        pl.lit("state").alias("component"), pl.lit("gpu").alias("level")
+    ) if priors.height else pl.DataFrame(schema=CALIBRATION_SCHEMA)  # fmt: skip
+    frame = pl.concat([workload, sitting, state_rows], how="diagonal_relaxed")
     return Calibration(frame.select(CALIBRATION_SCHEMA.keys()).cast(CALIBRATION_SCHEMA))  # type: ignore[arg-type]
 
 
 def attach_scales(steps: pl.DataFrame, calibration: Calibration, *, component: str) -> pl.DataFrame:
-    """Add ``{component}_scale``, ``_tail``, ``_samples``, ``_level`` and ``_var``
-    (squared scale) from the finest calibrated cell of each step (the prior where
-    there is none: level ``prior``, 0 samples)."""
+    """Add ``{component}_scale``, ``_tail``, ``_share``, ``_samples``, ``_level`` and
+    ``_var`` (squared scale) from the finest calibrated cell of each row (the prior
+    where there is none: level ``prior``, 0 samples).  Rows are steps (their sampling
+    from ``noise_source``) or samples (a ``sampling`` column)."""
     levels = WORKLOAD_LEVELS if component == "workload" else SITTING_LEVELS
-    frame = steps.with_columns(sampling_expr().alias("_sampling_key"))
+    if "sampling" in steps.columns:
+        sampling_of = pl.col("sampling")
+    elif "noise_source" in steps.columns:
+        sampling_of = sampling_expr()
+    else:
+        sampling_of = pl.lit(None, pl.String)
+    frame = steps.with_columns(sampling_of.alias("_sampling_key"))
     rows = calibration.frame.filter(pl.col("component") == component)
-    columns: list[str] = []
+    fields = ("scale", "tail", "share", "samples")
+    found: list[str] = []
     for level, keys in reversed(levels):
         table = rows.filter(pl.col("level") == level).select(
             *(pl.col(k).alias(f"_k_{k}") for k in keys),
-            *(pl.col(c).alias(f"_{level}_{c}") for c in ("scale", "tail", "samples")),
+            *(pl.col(c).alias(f"_{level}_{c}") for c in fields),
         )
         on = [f"_k_{k}" for k in keys]
         frame = (
@@ -305,39 +349,69 @@ def attach_scales(steps: pl.DataFrame, calibration: Calibration, *, component: s
             .join(table, on=on, how="left", maintain_order="left")
             .drop(on)
         )
-        columns.append(level)
+        found.append(level)
     sampling = pl.col("_sampling_key") if component == "workload" else None
-    scale = pl.coalesce(
-        *(pl.col(f"_{lv}_scale") for lv in columns), _prior(pl.col("metric"), component, sampling)
-    )
-    tail = pl.coalesce(*(pl.col(f"_{lv}_tail") for lv in columns))
-    samples = pl.coalesce(*(pl.col(f"_{lv}_samples") for lv in columns), pl.lit(0, pl.Int64))
-    level = pl.coalesce(
-        *(pl.when(pl.col(f"_{lv}_scale").is_not_null()).then(pl.lit(lv)) for lv in columns),
+    prior_tail: pl.Expr = pl.lit(PRIOR_TAIL["latency"])
+    for metric, value in PRIOR_TAIL.items():
+        prior_tail = pl.when(pl.col("metric") == metric).then(pl.lit(value)).otherwise(prior_tail)
+    if component not in TAILED:
+        prior_tail = pl.lit(math.inf)
+
+    def first(field: str, otherwise: pl.Expr) -> pl.Expr:
+        chain = pl.when(pl.col(f"_{found[0]}_scale").is_not_null()).then(
+            pl.col(f"_{found[0]}_{field}")
+        )
+        for lv in found[1:]:
+            chain = chain.when(pl.col(f"_{lv}_scale").is_not_null()).then(pl.col(f"_{lv}_{field}"))
+        return chain.otherwise(otherwise)
+
+    scale = first("scale", _prior(pl.col("metric"), component, sampling))
+    tail = first("tail", pl.when(prior_tail.is_infinite()).then(None).otherwise(prior_tail))
+    level = first("scale", pl.lit(None)).is_not_null()
+    level_name = pl.coalesce(
+        *(pl.when(pl.col(f"_{lv}_scale").is_not_null()).then(pl.lit(lv)) for lv in found),
         pl.lit("prior"),
     )
-    helpers = [f"_{lv}_{c}" for lv in columns for c in ("scale", "tail", "samples")]
+    helpers = [f"_{lv}_{c}" for lv in found for c in fields]
     return frame.with_columns(
         scale.alias(f"{component}_scale"),
-        tail.alias(f"{component}_tail"),
-        samples.cast(pl.Int64).alias(f"{component}_samples"),
-        level.alias(f"{component}_level"),
+        tail.cast(pl.Float64).alias(f"{component}_tail"),
+        first("share", pl.lit(None, pl.Float64)).alias(f"{component}_share"),
+        pl.when(level).then(first("samples", pl.lit(0, pl.Int64))).otherwise(0).cast(pl.Int64).alias(f"{component}_samples"),
+        level_name.alias(f"{component}_level"),
         scale.pow(2).alias(f"{component}_var"),
     ).drop(*helpers, "_sampling_key")  # fmt: skip
 
 
-def sigmas(steps: pl.DataFrame, calibration: Calibration, separation: float) -> pl.DataFrame:
-    """Both components of every step (:func:`attach_scales`) and their normal-equivalent
-    sigmas at ``separation`` (``workload_sigma``, ``sitting_sigma``)."""
+def sigmas(
+    steps: pl.DataFrame, calibration: Calibration, separation: float,
+    factors: pl.DataFrame | None = None,
+) -> pl.DataFrame:  # fmt: skip
+    """Both components of every step (:func:`attach_scales`), their sitting-state
+    factors (``workload_factor``, ``sitting_factor``: ``factors``' ``fw`` and ``fs`` of
+    the step's ``_group``, 1 without) and their normal-equivalent sigmas at
+    ``separation`` (``workload_sigma``, ``sitting_sigma``)."""
     frame = attach_scales(steps, calibration, component="workload")
     frame = attach_scales(frame, calibration, component="sitting")
-    for component in ("workload", "sitting"):
-        tails = frame[f"{component}_tail"].drop_nulls().unique().to_list()
-        factors = {float(t): equivalent_factor(float(t), separation) for t in tails}
-        factor = pl.col(f"{component}_tail").replace_strict(
-            factors, default=1.0, return_dtype=pl.Float64
+    if factors is not None and "_group" in frame.columns:
+        frame = frame.join(
+            factors.select("_group", "f2w", "f2s"), on="_group", how="left", maintain_order="left"
         )
         frame = frame.with_columns(
-            (pl.col(f"{component}_scale") * factor).alias(f"{component}_sigma")
+            pl.col("f2w").fill_null(1.0).sqrt().alias("workload_factor"),
+            pl.col("f2s").fill_null(1.0).sqrt().alias("sitting_factor"),
+        ).drop("f2w", "f2s")
+    else:
+        frame = frame.with_columns(
+            pl.lit(1.0).alias("workload_factor"), pl.lit(1.0).alias("sitting_factor")
+        )
+    for component in ("workload", "sitting"):
+        tails = frame[f"{component}_tail"].drop_nulls().unique().to_list()
+        table = {float(t): equivalent_factor(float(t), separation) for t in tails}
+        eq = pl.col(f"{component}_tail").replace_strict(table, default=1.0, return_dtype=pl.Float64)
+        frame = frame.with_columns(
+            (pl.col(f"{component}_scale") * eq * pl.col(f"{component}_factor")).alias(
+                f"{component}_sigma"
+            )
         )
     return frame

@@ -33,9 +33,10 @@ Adjusted change
 ---------------
     adjusted log ratio = liger log ratio - control log ratio
     adjusted noise     = sqrt(liger per-workload noise^2 + control per-workload noise^2
-                              + 2 * sitting sigma^2)
+                              + sitting sigma^2)
 
-(the machine cancels; each provider's own sitting offset does not).
+(the machine cancels, the two providers' own sitting offsets do not: together they
+weigh one sitting sigma, :mod:`kiana.stats.calibration`).
 :func:`control_moved` is the one test of "the control moved with it", used by steps,
 findings and outliers alike.
 """
@@ -83,8 +84,9 @@ def candidates(steps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
         "partition_id", "metric", "provider", "session", "log_median", "measured", "noise_source"
     )
     liger = steps.filter(pl.col("is_liger") & ~pl.col("benchmark_changed")).select(
-        *STEP_KEYS, "kernel", "pass", "gpu", pl.col("provider").alias("_liger"), "workload"
-    )
+        *STEP_KEYS, "kernel", "pass", "gpu", pl.col("provider").alias("_liger"), "workload",
+        *(["_group"] if "_group" in steps.columns else []),
+    )  # fmt: skip
     ends = liger.join(
         base.rename({"session": "from_session", "provider": "control_provider"}),
         on=["partition_id", "metric", "from_session"],
@@ -100,6 +102,7 @@ def candidates(steps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     )
     return ends.select(
         *STEP_KEYS, "kernel", "pass", "gpu", "_liger", "workload", "control_provider",
+        *(["_group"] if "_group" in ends.columns else []),
         (pl.col("log_median_to") - pl.col("log_median")).alias("control_log_ratio"),
         (pl.col("measured").pow(2) + pl.col("measured_to").pow(2)).alias("control_q2"),
         worse.alias("control_source"),
@@ -201,7 +204,7 @@ def attach_controls(
         _ratio("control_log_ratio", "control_full_noise").alias("control_severity"),
         (pl.col("adjusted_log_ratio").exp() - 1.0).alias("adjusted_change"),
         _ratio("adjusted_log_ratio", "adjusted_noise").alias("adjusted_severity"),
-    ).drop("_from_day", "_to_day")  # fmt: skip
+    ).drop("_from_day", "_to_day", "_gpu_var")  # fmt: skip
 
 
 def medoid_keys() -> list[str]:
@@ -236,4 +239,5 @@ def _gpu_fallback(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
         pl.when(use).then(pl.lit(0.0)).otherwise(pl.col("control_noise")).alias("control_noise"),
         pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(pl.col("control_offset_var")).alias("control_offset_var"),
         pl.when(use).then(pl.lit(0.0)).otherwise(pl.col("control_q2")).alias("control_q2"),
+        pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(0.0).alias("_gpu_var"),
     ).drop("gpu_provider", "gpu_log_ratio", "gpu_noise", "_has_base")  # fmt: skip

@@ -96,9 +96,13 @@ def finding_noise() -> pl.Expr:
         pl.when(pl.col("workload_noise").is_not_null() & (pl.col("workload_noise") > 0))
         .then(
             pl.lit("; noise ")
-            + _calibrated("workload_noise", "workload_noise_samples", "workload_noise_tail", "per workload")
+            + _calibrated(
+                "workload_noise", "workload_noise_samples", "workload_noise_tail", "per workload"
+            )
             + pl.lit(", ")
-            + _calibrated("sitting_noise", "sitting_noise_samples", "sitting_noise_tail", "per sitting")
+            + _calibrated(
+                "sitting_noise", "sitting_noise_samples", "sitting_noise_tail", "per sitting"
+            )
             + bounded
         )
         .otherwise(pl.lit("; noise as measured (not calibrated)"))
