@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from kiana.stats.nullfit import GRID
+from kiana.stats.nullfit import GRID, equivalent_factor
 from kiana.stats.options import JudgeOptions
-from kiana.stats.pooling import KEYS, lone, pool
+from kiana.stats.pooling import KEYS, deviation, lone, lone_cut, pool
 from kiana.vocabulary import source_rank
 
 
@@ -64,8 +64,9 @@ def _lone_columns() -> list[pl.Expr]:
     return [
         pl.when(few).then(same.sum()).otherwise(0).cast(pl.Int64).alias("_lone_n"),
         pl.col("workload").filter(same).sort().str.join(", ").alias("_lone_names"),
-        pl.col("_y").filter(pick).first().alias("_lone_mu"),
-        pl.col("_full").filter(pick).first().alias("_lone_se"),
+        pl.col("_dev").filter(pick).first().alias("_lone_mu"),
+        pl.col("_dev_se").filter(pick).first().alias("_lone_se"),
+        pl.col("_y").filter(pick).first().alias("_lone_own"),
         pl.col("_has_adj").filter(pick).first().alias("_lone_adjusted"),
     ]
 
@@ -85,13 +86,51 @@ def _noise_columns() -> list[pl.Expr]:
     ]  # fmt: skip
 
 
+def _lone_noise(frame: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """``_s_lone``: the per-workload noise at the lone rule's deeper tail.  The
+    calibrated sigmas match a heavy tail at ``separation``; the lone rule tests one
+    workload of ``k`` at the Bonferroni-corrected :func:`kiana.stats.pooling.lone_z`,
+    where a Student t is heavier still, so the noise is scaled by ``equivalent_factor(nu,
+    z_k) / equivalent_factor(nu, separation)``."""
+    k = pl.col("_y").is_not_null().sum().over(KEYS).clip(1, 256)
+    pairs = (
+        frame.select(pl.col("workload_tail").alias("tail"), k.alias("k"))
+        .unique()
+        .drop_nulls("tail")
+    )
+    ratios = {
+        (float(t), int(n)): equivalent_factor(float(t), lone_cut(int(n), options.separation))
+        / equivalent_factor(float(t), options.separation)
+        for t, n in pairs.iter_rows()
+    }
+    table = pl.DataFrame(
+        {
+            "tail": [t for t, _ in ratios],
+            "k": [n for _, n in ratios],
+            "_ratio": list(ratios.values()),
+        },
+        schema={"tail": pl.Float64, "k": pl.Int64, "_ratio": pl.Float64},
+    )
+    framed = frame.with_columns(pl.col("workload_tail").alias("tail"), k.cast(pl.Int64).alias("k"))
+    joined = framed.join(table, on=["tail", "k"], how="left", maintain_order="left")
+    return joined.with_columns((pl.col("_s") * pl.col("_ratio").fill_null(1.0)).alias("_s_lone")).drop(
+        "tail", "k", "_ratio"
+    )  # fmt: skip
+
+
 def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     """One row per finding (module docstring)."""
-    frame = _basis_columns(steps)
+    frame = _lone_noise(_basis_columns(steps), options)
+    dev, dev_se, _ = deviation(pl.col("_y"), pl.col("_s_lone"))
+    # Against a control, a workload is lone only when the provider's own step is too: a
+    # control that moved alone in one workload is not a change of Liger's.
+    own = lone(pl.col("log_ratio"), pl.col("wnoise") * pl.col("_s_lone") / pl.col("_s"),
+               options.separation, options.threshold)  # fmt: skip
+    adjusted = lone(pl.col("_y"), pl.col("_s_lone"), options.separation, options.threshold)
     frame = frame.with_columns(
-        lone(
-            pl.col("_y"), pl.col("_s"), pl.col("_full"), options.separation, options.threshold
-        ).alias("_lone"),
+        (adjusted & (~pl.col("_has_adj") | own)).alias("_lone"),
+        dev.alias("_dev"),
+        dev_se.alias("_dev_se"),
         pl.col("sitting_sigma").pow(2).alias("_raw_offset"),
     )
     grouped = frame.group_by(KEYS).agg(

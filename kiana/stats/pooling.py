@@ -93,33 +93,40 @@ def pool_reference(
     return mu, math.sqrt(1 / sum(wr) + offset**2), math.sqrt(tau2)
 
 
-def lone(
-    y: pl.Expr, s: pl.Expr, full: pl.Expr, options_separation: float, threshold: float
-) -> pl.Expr:
-    """True for a step (``y`` its log ratio, ``s`` its per-workload noise, ``full`` its
-    whole noise) that moved on its own (``|y| >= separation * full`` and the threshold
-    within one noise unit) and far beyond the rest of its sweep (module docstring)."""
+def deviation(y: pl.Expr, s: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """``(dev, se, k)`` of each step: its log ratio minus the fixed-effect mean of the
+    other workloads of its finding, that difference's standard error, and the number
+    of workloads with noise."""
     valid = y.is_not_null() & (s > 0)
     w = pl.when(valid).then(1.0 / s.pow(2)).otherwise(0.0)
     wy = pl.when(valid).then(w * y).otherwise(0.0)
     rest_w = w.sum().over(KEYS) - w
     rest_mu = (wy.sum().over(KEYS) - wy) / rest_w
     k = valid.cast(pl.Int64).sum().over(KEYS)
-    dev = y - rest_mu
-    z = dev / (s.pow(2) + 1.0 / rest_w).sqrt()
-    own = (y.abs() >= options_separation * full) & (y.abs() + full >= math.log1p(threshold))
-    beyond = (k > 1) & (rest_w > 0) & (z.abs() >= lone_z(k, options_separation))
-    return (valid & own & beyond & ((dev > 0) == (y > 0))).fill_null(False)
+    se = pl.when(valid & (rest_w > 0)).then((s.pow(2) + 1.0 / rest_w).sqrt())
+    return pl.when(valid & (rest_w > 0)).then(y - rest_mu), se, k
+
+
+def lone(y: pl.Expr, s: pl.Expr, separation: float, threshold: float) -> pl.Expr:
+    """True for a step (``y`` its log ratio, ``s`` its per-workload noise) far beyond the
+    rest of its sweep: its :func:`deviation` reaches :func:`lone_z` standard errors (the
+    sitting offset, shared by every workload, cancels in it), both the step and its
+    deviation reach the threshold, and they point the same way."""
+    dev, se, k = deviation(y, s)
+    practical = math.log1p(threshold)
+    big = (y.abs() >= practical) & (dev.abs() >= practical)
+    beyond = (k > 1) & ((dev / se).abs() >= lone_z(k, separation))
+    return (big & beyond & ((dev > 0) == (y > 0))).fill_null(False)
 
 
 def lone_reference(
-    ys: list[float], ss: list[float], fulls: list[float], separation: float, threshold: float
+    ys: list[float], ss: list[float], separation: float, threshold: float
 ) -> list[bool]:
     """:func:`lone` for one sweep, with plain loops."""
     k = len(ys)
     cut = NormalDist().inv_cdf(1.0 - (1.0 - NormalDist().cdf(separation)) / k)
     out = []
-    for i, (y, s, full) in enumerate(zip(ys, ss, fulls, strict=True)):
+    for i, (y, s) in enumerate(zip(ys, ss, strict=True)):
         others = [(ys[j], ss[j]) for j in range(k) if j != i]
         if not others:
             out.append(False)
@@ -127,15 +134,20 @@ def lone_reference(
         rest_w = sum(1 / sj**2 for _, sj in others)
         rest_mu = sum(yj / sj**2 for yj, sj in others) / rest_w
         z = (y - rest_mu) / math.sqrt(s**2 + 1 / rest_w)
-        own = abs(y) >= separation * full and abs(y) + full >= math.log1p(threshold)
-        out.append(own and abs(z) >= cut and (y - rest_mu > 0) == (y > 0))
+        big = abs(y) >= math.log1p(threshold) and abs(y - rest_mu) >= math.log1p(threshold)
+        out.append(big and abs(z) >= cut and (y - rest_mu > 0) == (y > 0))
     return out
+
+
+def lone_cut(k: int, separation: float) -> float:
+    """The Bonferroni-corrected separation for one workload of ``k``: the normal
+    quantile of ``1 - p / 2k``, ``p`` the two-sided tail of ``separation``."""
+    return NormalDist().inv_cdf(1.0 - (1.0 - NormalDist().cdf(separation)) / k)
 
 
 def lone_z(k: pl.Expr, separation: float) -> pl.Expr:
     """The Bonferroni-corrected separation for ``k`` workloads (see the docstring)."""
-    tail = 2.0 * (1.0 - NormalDist().cdf(separation))
-    table = {n: NormalDist().inv_cdf(1.0 - tail / (2.0 * n)) for n in range(1, 257)}
+    table = {n: lone_cut(n, separation) for n in range(1, 257)}
     return k.clip(1, 256).replace_strict(table, return_dtype=pl.Float64)
 
 

@@ -187,8 +187,9 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
              .otherwise(pl.lit(" over the sweep (no control measured the machine)"))),
         Rule("lone", pl.col("_lone_n") > 0, lone_verdict, pl.col("_lone_mu"), pl.col("_lone_se"), pl.col("_lone_adjusted"), pl.col("_lone_names"),
              pl.col("_lone_n").cast(pl.String) + pl.lit(" of ") + pl.col("workloads_total").cast(pl.String)
-             + pl.lit(" workload(s) moved far beyond the rest of the sweep (") + pl.col("_lone_names") + pl.lit(" ")
+             + pl.lit(" workload(s) moved far beyond the rest of the sweep: ") + pl.col("_lone_names") + pl.lit(" ")
              + pct(pl.col("_lone_mu").exp() - 1.0) + pl.lit(" ± ") + pct(pl.col("_lone_se"), signed=False)
+             + pl.lit(" against the others (its own change ") + pct(pl.col("_lone_own").exp() - 1.0)
              + pl.lit("); the sweep as a whole did not move (") + pct(basis_mu.exp() - 1.0) + pl.lit(" ± ") + pct(basis_se, signed=False) + pl.lit(")")),
         Rule("gross", pl.col("_gross"), gross_verdict, pl.col("_median_log"), pl.lit(None, pl.Float64), false, _names("raw", pl.col("_median_log")),
              pl.lit(f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone")),
