@@ -8,9 +8,10 @@ into it and "+70%" out of it, each a maintainer's wasted hour.
 Rule, for a session ``i`` with a session before (``i-1``) and after (``i+1``) in its
 series (consecutive steps only, not with ``--baseline``):
 
-* both steps around it are beyond the noise on their own (raw verdict regression or
-  improvement: the series' own noise, replicates, history or size), in opposite
-  directions, and both at least ``resolution * threshold`` (9% by default): a small
+* both steps around it are beyond the noise of one workload between two sessions
+  (``separation`` times the step's per-workload noise, measured and calibrated; the
+  sitting offset left out, since a whole session off and back is an outlier whatever
+  moved it) and the threshold, in opposite directions, and both at least ``resolution * threshold`` (9% by default): a small
   dip and return is as likely a change and its revert, and a maintainer wants to see a
   real 8% regression even when the next release undid it; glitches are large;
 * the series comes back: the level of ``i+1`` is within half the smaller jump of the
@@ -52,7 +53,11 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
     keys = list(SERIES_KEYS)
     if steps.height == 0 or options.baseline is not None:
         return steps.with_columns(pl.lit(False).alias("outlier")), _empty_quality()
-    moved = pl.col("raw_verdict").is_in(["regression", "improvement"])
+    # Beyond the noise of one workload between two sessions (the sitting offset left
+    # out: a whole session off and back is an outlier whatever moved it).
+    moved = (pl.col("log_ratio").abs() >= options.separation * pl.col("wnoise")) & (
+        pl.col("change").abs() >= options.threshold
+    )
     with_it = control_moved(
         pl.col("control_log_ratio"), pl.col("control_full_noise"), pl.col("log_ratio"), options
     )
