@@ -63,7 +63,7 @@ import numpy as np
 import polars as pl
 
 from kiana.stats import states
-from kiana.stats.nullfit import GRID, equivalent_factor, fit_cells
+from kiana.stats.nullfit import GRID, TAILS, equivalent_factor, fit_cells
 from kiana.stats.nullsamples import sampling_expr, sitting_samples, workload_samples
 
 #: Prior centres of each component's scale, per metric and sampling (module docstring).
@@ -104,7 +104,7 @@ CALIBRATION_SCHEMA: dict[str, pl.DataType] = {
     "sampling": pl.String(), "kernel": pl.String(), "provider": pl.String(),
     "scale": pl.Float64(), "tail": pl.Float64(), "share": pl.Float64(),
     "samples": pl.Int64(), "bounded": pl.Boolean(), "workload_factor": pl.Float64(),
-    "sitting_factor": pl.Float64(), "weight": pl.Float64(),
+    "sitting_factor": pl.Float64(), "weight": pl.Float64(), "exponent": pl.Float64(),
 }  # fmt: skip
 #: Rounds of fitting the components and the sitting states in turn.
 ROUNDS = 2
@@ -199,8 +199,8 @@ def _fit(
         scale, nu, share = fit_cells(
             cell, cells.height, indexed["x"].to_numpy(), indexed["q2"].to_numpy(),
             indexed["c"].to_numpy(), indexed["may_change"].to_numpy(),
-            cells["_center"].to_numpy(), cells["_sd"].to_numpy(),
-            tails=depth == 0 and component in TAILED,
+            cells["_center"].to_numpy(), cells["_sd"].to_numpy(), tails=depth == 0,
+            candidates=TAILS if component in TAILED else (math.inf,),
             nu=nu, share=share,
         )  # fmt: skip
         fitted = cells.select(*keys, "samples").with_columns(
@@ -210,7 +210,7 @@ def _fit(
         )
         out.append(fitted.with_columns(pl.lit(level).alias("level")))
         parent, parent_keys = fitted, keys
-    frame = pl.concat(out, how="diagonal_relaxed")
+    frame = pl.concat([pl.DataFrame(schema=CALIBRATION_SCHEMA), *out], how="diagonal_relaxed")
     return frame.with_columns(
         pl.lit(component).alias("component"),
         (pl.col("scale") >= GRID[-1]).alias("bounded"),
@@ -249,52 +249,83 @@ def _with_workload_var(
     return frame
 
 
+def _slice_link(ws: pl.DataFrame, raw_ss: pl.DataFrame, groups: pl.Series, a: np.ndarray,
+                weights: np.ndarray, top: pl.DataFrame) -> tuple[float, np.ndarray]:  # fmt: skip
+    """The exponent of one GPU and metric (:func:`kiana.stats.states.fit_link`) and the
+    sitting samples' log likelihoods at it; the sitting scale is refitted (top level,
+    prior :data:`PRIOR`) for each exponent tried."""
+    post = states.posterior(a, np.zeros_like(a), weights)
+    index = pl.DataFrame({"_group": groups}).with_row_index("_g")
+    samples = raw_ss.join(index, on="_group", how="inner")
+    rows = samples["_g"].to_numpy().astype(np.int64)
+    found: dict[float, np.ndarray] = {}
+
+    def likelihood(exponent: float) -> np.ndarray:
+        f2 = states.mean_f2(post, exponent)[rows] if rows.size else np.zeros(0)
+        weighted = samples.with_columns(pl.Series("c", samples["c"].to_numpy() * f2))
+        cells = _fit(weighted, "sitting", SITTING_LEVELS[:1]) if weighted.height else top
+        based = _base(samples.drop("_g"), cells, "sitting")
+        found[exponent] = states.factor_loglik(based, groups, exponent)
+        return found[exponent]
+
+    chosen = states.fit_link(a, weights, likelihood)
+    return chosen, found[chosen]
+
+
 def state_factors(
     steps: pl.DataFrame, workload: pl.DataFrame, sitting: pl.DataFrame,
     priors: pl.DataFrame | None, separation: float = 3.0,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
-    """``(factors, priors)``: per sitting group the posterior means ``f2w`` and ``f2s``
-    and the tail-matched factors ``fw`` and ``fs`` at ``separation``
-    (:mod:`kiana.stats.states`), and the state priors (learned by NPMLE when
-    ``priors`` is None, one set per GPU and metric)."""
+    """``(factors, priors)``: per sitting group the posterior means ``f2w`` (of ``f^2``)
+    and ``f2s`` (of ``f^2b``) and the tail-matched factors ``fw`` and ``fs`` at
+    ``separation`` (:mod:`kiana.stats.states`), and the state priors with their
+    exponent, learned (NPMLE, :func:`kiana.stats.states.fit_link`) when ``priors`` is
+    None, one set per GPU and metric; ``sitting`` gives the sitting samples' base scales
+    when judging with given priors."""
     ws = _base(workload_samples(steps), workload, "workload")
     keys = steps.select("_group", "gpu", "metric").unique().sort("_group")
+    slices = list(keys.group_by("gpu", "metric", maintain_order=True))
+    a_of: dict[tuple[str, str], np.ndarray] = {}
+    learned: dict[tuple[str, str], tuple[np.ndarray, float]] = {}
     first: list[pl.DataFrame] = []
-    weights: dict[tuple[str, str], np.ndarray] = {}
-    for (gpu, metric), part in keys.group_by("gpu", "metric", maintain_order=True):
-        groups = part["_group"]
-        a = states.factor_loglik(ws, groups)
+    for (gpu, metric), part in slices:
+        key = (str(gpu), str(metric))
+        a = a_of[key] = states.factor_loglik(ws, part["_group"])
         if priors is None:
-            w0 = states.npmle(a, np.zeros_like(a))
+            learned[key] = (states.npmle(a), 1.0)
         else:
-            w0 = states.prior_of(
+            learned[key] = states.prior_of(
                 priors.filter((pl.col("gpu") == gpu) & (pl.col("metric") == metric))
             )
-        weights[(str(gpu), str(metric))] = w0
-        marginal_w, _ = states.posterior(a, np.zeros_like(a), w0)
-        first.append(pl.DataFrame({"_group": groups, "f2w": states.mean_f2(marginal_w)}))
-    f2w_frame = (
+        post = states.posterior(a, np.zeros_like(a), learned[key][0])
+        first.append(pl.DataFrame({"_group": part["_group"], "f2w": states.mean_f2(post)}))
+    f2w = (
         pl.concat(first) if first else pl.DataFrame(schema={"_group": pl.String, "f2w": pl.Float64})
     )
-    ss = _base(sitting_samples(_with_workload_var(steps, workload, f2w_frame)), sitting, "sitting")
+    raw_ss = sitting_samples(_with_workload_var(steps, workload, f2w))
+    based_ss = _base(raw_ss, sitting, "sitting") if priors is not None else raw_ss
     out: list[pl.DataFrame] = []
     rows: list[pl.DataFrame] = []
-    for (gpu, metric), part in keys.group_by("gpu", "metric", maintain_order=True):
-        groups = part["_group"]
-        a, b = states.factor_loglik(ws, groups), states.factor_loglik(ss, groups)
-        w = states.npmle(a, b) if priors is None else weights[(str(gpu), str(metric))]
-        m_w, m_s = states.posterior(a, b, w)
+    for (gpu, metric), part in slices:
+        key, groups = (str(gpu), str(metric)), part["_group"]
+        weights, exponent = learned[key]
+        a = a_of[key]
+        if priors is None:
+            exponent, b = _slice_link(ws, raw_ss.filter((pl.col("gpu") == gpu) & (pl.col("metric") == metric)),
+                                      groups, a, weights, sitting)  # fmt: skip
+        else:
+            b = states.factor_loglik(based_ss, groups, exponent)
+        post = states.posterior(a, b, weights)
         out.append(
             pl.DataFrame({
-                "_group": groups, "f2w": states.mean_f2(m_w), "f2s": states.mean_f2(m_s),
-                "fw": states.equivalent(m_w, separation), "fs": states.equivalent(m_s, separation),
+                "_group": groups, "f2w": states.mean_f2(post), "f2s": states.mean_f2(post, exponent),
+                "fw": states.equivalent(post, separation), "fs": states.equivalent(post, separation, exponent),
             })
         )  # fmt: skip
-        rows.append(states.prior_rows(w, str(gpu), str(metric)))
+        rows.append(states.prior_rows(weights, exponent, *key))
     schema = {c: pl.Float64 for c in ("f2w", "f2s", "fw", "fs")} | {"_group": pl.String}
     f2 = pl.concat(out) if out else pl.DataFrame(schema=schema)
-    found = pl.concat(rows) if rows else pl.DataFrame()
-    return f2, found
+    return f2, (pl.concat(rows) if rows else pl.DataFrame())
 
 
 def fit(steps: pl.DataFrame) -> Calibration:
@@ -307,12 +338,14 @@ def fit(steps: pl.DataFrame) -> Calibration:
     workload = sitting = pl.DataFrame(schema=CALIBRATION_SCHEMA)
     priors = pl.DataFrame()
     for _ in range(ROUNDS):
-        ws = _samples_with(workload_samples(steps), f2, "f2w")
-        workload = _fit(ws, "workload", WORKLOAD_LEVELS)
-        with_var = _with_workload_var(steps, workload, f2)
-        ss = _samples_with(sitting_samples(with_var), f2, "f2s")
-        sitting = _fit(ss, "sitting", SITTING_LEVELS)
+        workload = _fit(
+            _samples_with(workload_samples(steps), f2, "f2w"), "workload", WORKLOAD_LEVELS
+        )
         f2, priors = state_factors(steps, workload, sitting, None)
+        with_var = _with_workload_var(steps, workload, f2)
+        sitting = _fit(
+            _samples_with(sitting_samples(with_var), f2, "f2s"), "sitting", SITTING_LEVELS
+        )
     state_rows = priors.with_columns(
         pl.lit("state").alias("component"), pl.lit("gpu").alias("level")
     ) if priors.height else pl.DataFrame(schema=CALIBRATION_SCHEMA)  # fmt: skip

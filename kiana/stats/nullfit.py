@@ -124,13 +124,13 @@ def penalised_mode(
 def fit_cells(
     cells: np.ndarray, n_cells: int, x: np.ndarray, q2: np.ndarray, c: np.ndarray,
     may_change: np.ndarray, center: np.ndarray, sd: np.ndarray, *, tails: bool,
-    nu: np.ndarray, share: np.ndarray,
+    nu: np.ndarray, share: np.ndarray, candidates: tuple[float, ...] = TAILS,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """``(scale, nu, share)`` per cell.  ``cells`` gives each sample's cell (0-based),
     ``center``/``sd`` the prior per cell.  With ``tails``, ``nu`` and ``share`` are
     fitted per cell with enough samples (profile likelihood on every
-    :data:`COARSE`-th scale, module docstring; the given ``nu`` is the prior of the
-    others); otherwise they are given per cell."""
+    :data:`COARSE`-th scale, module docstring; ``nu`` among ``candidates``, the given
+    ``nu`` the prior of the others); otherwise they are given per cell."""
     if n_cells == 0:
         return np.zeros(0), nu, share
     best_nu, best_share = nu.copy(), share.copy()
@@ -141,7 +141,7 @@ def fit_cells(
         rows = _tail_sample(cells, n_cells)
         coarse = GRID[::COARSE]
         best = np.full(n_cells, -np.inf)
-        for tail in TAILS:
+        for tail in candidates:
             for pi in SHARES:
                 per_share = np.where(may_change[rows], pi, 0.0)
                 sums = cell_sums(cells[rows], n_cells, x[rows], q2[rows], c[rows], per_share,
