@@ -58,6 +58,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -391,16 +392,17 @@ def attach_scales(steps: pl.DataFrame, calibration: Calibration, *, component: s
         prior_tail = pl.lit(math.inf)
 
     def first(field: str, otherwise: pl.Expr) -> pl.Expr:
-        chain = pl.when(pl.col(f"_{found[0]}_scale").is_not_null()).then(
+        chain: Any = pl.when(pl.col(f"_{found[0]}_scale").is_not_null()).then(
             pl.col(f"_{found[0]}_{field}")
         )
         for lv in found[1:]:
             chain = chain.when(pl.col(f"_{lv}_scale").is_not_null()).then(pl.col(f"_{lv}_{field}"))
-        return chain.otherwise(otherwise)
+        result: pl.Expr = chain.otherwise(otherwise)
+        return result
 
     scale = first("scale", _prior(pl.col("metric"), component, sampling))
     tail = first("tail", pl.when(prior_tail.is_infinite()).then(None).otherwise(prior_tail))
-    level = first("scale", pl.lit(None)).is_not_null()
+    matched = first("scale", pl.lit(None)).is_not_null()
     level_name = pl.coalesce(
         *(pl.when(pl.col(f"_{lv}_scale").is_not_null()).then(pl.lit(lv)) for lv in found),
         pl.lit("prior"),
@@ -410,7 +412,7 @@ def attach_scales(steps: pl.DataFrame, calibration: Calibration, *, component: s
         scale.alias(f"{component}_scale"),
         tail.cast(pl.Float64).alias(f"{component}_tail"),
         first("share", pl.lit(None, pl.Float64)).alias(f"{component}_share"),
-        pl.when(level).then(first("samples", pl.lit(0, pl.Int64))).otherwise(0).cast(pl.Int64).alias(f"{component}_samples"),
+        pl.when(matched).then(first("samples", pl.lit(0, pl.Int64))).otherwise(0).cast(pl.Int64).alias(f"{component}_samples"),
         level_name.alias(f"{component}_level"),
         scale.pow(2).alias(f"{component}_var"),
     ).drop(*helpers, "_sampling_key")  # fmt: skip

@@ -50,32 +50,45 @@ from kiana.vocabulary import FINDING_KEYS, SERIES_KEYS
 def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Steps with outlier sessions marked (see the module docstring), and one
     ``quality`` row per outlier session.  ``steps`` are in series and session order."""
-    keys = list(SERIES_KEYS)
     if steps.height == 0 or options.baseline is not None:
         return steps.with_columns(pl.lit(False).alias("outlier")), _empty_quality()
+    frame = _into(steps, options)
+    keys = list(SERIES_KEYS)
+    frame = frame.with_columns(
+        pl.col("_into").shift(1).over(keys).fill_null(False).alias("_out_of"),
+        session_label(pl.col("to_version"), pl.col("to_session")).alias("_at"),
+    ).with_columns(
+        session_label(pl.col("from_version"), pl.col("from_session")).alias("_from_at"),
+        pl.col("change").shift(1).over(keys).alias("_prev_change"),
+    )
+    marked = _marked(frame)
+    helpers = ["_sweep_wide", "_next_sweep_wide", "_next_lr", "_next_moved", "_next_calm", "_chained", "_last", "_into",
+               "_out_of", "_at", "_from_at", "_prev_change"]  # fmt: skip
+    return marked.drop(helpers), _quality(marked)
+
+
+def _into(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """``_into``: the step into an outlier session (module docstring), with the
+    neighbouring step's columns it rests on."""
+    keys = list(SERIES_KEYS)
     # Beyond the noise of one workload between two sessions (the sitting offset left
     # out: a whole session off and back is an outlier whatever moved it).
     moved = (pl.col("log_ratio").abs() >= options.separation * pl.col("wnoise")) & (
         pl.col("change").abs() >= options.threshold
     )
-    with_it = control_moved(
+    calm = ~control_moved(
         pl.col("control_log_ratio"), pl.col("control_full_noise"), pl.col("log_ratio"), options
     )
-    calm = ~with_it
     # Did the other workloads of the sweep take the same step?  (Their mean log ratio
     # in the same direction, at least half as large.)
     group = list(FINDING_KEYS)
     n = pl.col("log_ratio").count().over(group)
     others = (pl.col("log_ratio").sum().over(group) - pl.col("log_ratio")) / (n - 1)
+    same = ((others > 0) == (pl.col("log_ratio") > 0)) & (
+        others.abs() >= pl.col("log_ratio").abs() / 2
+    )
     steps = steps.with_columns(
-        pl.when(n > 1)
-        .then(
-            ((others > 0) == (pl.col("log_ratio") > 0))
-            & (others.abs() >= pl.col("log_ratio").abs() / 2)
-        )
-        .otherwise(False)
-        .fill_null(False)
-        .alias("_sweep_wide")
+        pl.when(n > 1).then(same).otherwise(False).fill_null(False).alias("_sweep_wide")
     )
     frame = steps.with_columns(
         pl.col("_sweep_wide").shift(-1).over(keys).alias("_next_sweep_wide"),
@@ -86,26 +99,23 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         pl.col("to_session").shift(-1).over(keys).is_null().alias("_last"),
     )
     lr, nxt = pl.col("log_ratio"), pl.col("_next_lr")
-    big = math.log1p(options.resolution * options.threshold)
+    smaller = pl.min_horizontal(lr.abs(), nxt.abs())
     into = (
         pl.col("_chained").fill_null(False)
         & moved
         & pl.col("_next_moved").fill_null(False)
         & ((lr > 0) != (nxt > 0))
-        & ((lr + nxt).abs() <= pl.min_horizontal(lr.abs(), nxt.abs()) / 2)
-        & (pl.min_horizontal(lr.abs(), nxt.abs()) >= big)
+        & ((lr + nxt).abs() <= smaller / 2)
+        & (smaller >= math.log1p(options.resolution * options.threshold))
         & calm
         & pl.col("_next_calm").fill_null(False)
         & (pl.col("_sweep_wide") == pl.col("_next_sweep_wide"))
     ).fill_null(False)
-    frame = frame.with_columns(into.alias("_into"))
-    frame = frame.with_columns(
-        pl.col("_into").shift(1).over(keys).fill_null(False).alias("_out_of"),
-        session_label(pl.col("to_version"), pl.col("to_session")).alias("_at"),
-    ).with_columns(
-        session_label(pl.col("from_version"), pl.col("from_session")).alias("_from_at"),
-        pl.col("change").shift(1).over(keys).alias("_prev_change"),
-    )
+    return frame.with_columns(into.alias("_into"))
+
+
+def _marked(frame: pl.DataFrame) -> pl.DataFrame:
+    """``outlier``, verdicts and evidence of the steps into and out of an outlier."""
     flagged = pl.col("verdict").is_in(["regression", "improvement", "drift"])
 
     def note(at: str, change: str, back: str) -> pl.Expr:
@@ -125,7 +135,7 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         .otherwise(pl.lit(""))
     )
     touched = pl.col("_into") | pl.col("_out_of")
-    marked = frame.with_columns(
+    return frame.with_columns(
         touched.alias("outlier"),
         pl.when(touched & flagged & (pl.col("verdict") != "drift"))
         .then(pl.lit("inconclusive"))
@@ -139,7 +149,11 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
             .otherwise(pl.lit(""))
         ).alias("evidence"),
     )
-    quality = (
+
+
+def _quality(marked: pl.DataFrame) -> pl.DataFrame:
+    """One ``quality`` row per outlier session."""
+    return (
         marked.filter(pl.col("_into"))
         .with_columns(
             pl.lit("outlier").alias("kind"),
@@ -155,9 +169,6 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         )
         .select(QUALITY_COLUMNS)
     )
-    helpers = ["_sweep_wide", "_next_sweep_wide", "_next_lr", "_next_moved", "_next_calm", "_chained", "_last", "_into",
-               "_out_of", "_at", "_from_at", "_prev_change"]  # fmt: skip
-    return marked.drop(helpers), quality
 
 
 def _empty_quality() -> pl.DataFrame:

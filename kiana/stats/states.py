@@ -119,9 +119,10 @@ def npmle(a: np.ndarray) -> np.ndarray:
         updated = post.sum(axis=0)
         updated[ONE] += PSEUDO
         updated /= n + PSEUDO
-        if np.abs(updated - weights).max() < 1e-8:
-            return updated
-        weights = updated
+        done = bool(np.abs(updated - weights).max() < 1e-8)
+        weights = np.asarray(updated)
+        if done:
+            break
     return weights
 
 

@@ -14,7 +14,7 @@ wrong, so a finding's verdict comes from pooled estimates (:mod:`kiana.stats.poo
 
 An estimate is *flagged* when it is separated from zero (``|mu| >= separation * se``)
 and reaches the threshold within one standard error (``|mu| + se >= ln(1 +
-threshold)``).  The verdict is the first rule of :data:`RULES` whose condition holds;
+threshold)``).  The verdict is the first rule of :func:`rules` whose condition holds;
 each rule also says which change the verdict rests on (``change``, ``change_se``,
 ``adjusted``), which workloads carry it (``workloads``) and the first clause of the
 evidence, in plain words.  In order:
@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -88,7 +89,8 @@ FINDING_COLUMNS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Rule:
-    """One basis of a finding (a row of :data:`RULES`)."""
+    """One basis of a finding: a row of the table of :func:`rules` (in the shape of
+    :data:`kiana.load.validate.CHECKS`: the first row whose condition holds decides)."""
 
     name: str
     when: pl.Expr  #: the condition; the first rule that holds decides
@@ -101,106 +103,117 @@ class Rule:
 
 
 def _flag(mu: str, se: str, options: JudgeOptions) -> pl.Expr:
+    """Separated from zero and reaching the threshold within one standard error."""
     m, s = pl.col(mu), pl.col(se)
-    return (
-        (s > 0)
-        & (m.abs() >= options.separation * s)
-        & (m.abs() + s >= math.log1p(options.threshold))
-    ).fill_null(False)
+    practical = m.abs() + s >= math.log1p(options.threshold)
+    return ((s > 0) & (m.abs() >= options.separation * s) & practical).fill_null(False)
 
 
 def _direction(mu: pl.Expr) -> pl.Expr:
     return pl.when(mu > 0).then(pl.lit("regression")).otherwise(pl.lit("improvement"))
 
 
-def _est(mu: str, se: str) -> pl.Expr:
-    """``-10.6% ± 0.9%``"""
-    return pct(pl.col(mu).exp() - 1.0) + pl.lit(" ± ") + pct(pl.col(se), signed=False)
+def _est(mu: pl.Expr, se: pl.Expr) -> pl.Expr:
+    """``-10.6% ± 0.9%`` of a log estimate and its standard error."""
+    return pct(mu.exp() - 1.0) + pl.lit(" ± ") + pct(se, signed=False)
 
 
-def _names(basis: str, mu: pl.Expr) -> pl.Expr:
-    return (
+def _text(*parts: str | pl.Expr) -> pl.Expr:
+    """A sentence of literal strings and expressions."""
+    return pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
+
+
+def _on(basis: str) -> dict[str, pl.Expr]:
+    """The change, standard error, ``adjusted`` flag and carrying workloads of a rule
+    that rests on the ``raw`` or ``adj`` pooled estimate."""
+    mu = pl.col(f"{basis}_mu")
+    names = (
         pl.when(mu > 0).then(pl.col(f"_{basis}_up_names")).otherwise(pl.col(f"_{basis}_down_names"))
     )
+    return {
+        "change": mu,
+        "se": pl.col(f"{basis}_se"),
+        "adjusted": pl.lit(basis == "adj"),
+        "workloads": names,
+    }
 
 
 def rules(options: JudgeOptions) -> tuple[Rule, ...]:
     """The rule table (module docstring), for these options."""
     raw, adj, ctl = pl.col("raw_mu"), pl.col("adj_mu"), pl.col("ctl_mu")
+    raw_est, adj_est = _est(raw, pl.col("raw_se")), _est(adj, pl.col("adj_se"))
+    ctl_est = _est(ctl, pl.col("ctl_se"))
     R, A = _flag("raw_mu", "raw_se", options), _flag("adj_mu", "adj_se", options)
     liger, memory = pl.col("is_liger"), pl.col("metric") == "memory"
     changed, has_adj = pl.col("benchmark_changed"), adj.is_not_null()
     moved_with = control_moved(ctl, pl.col("ctl_se"), raw, options)
-    basis_mu = pl.when(has_adj).then(adj).otherwise(raw)
-    basis_se = pl.when(has_adj).then(pl.col("adj_se")).otherwise(pl.col("raw_se"))
-    resolvable = (
-        options.separation * basis_se <= math.log1p(options.resolution * options.threshold)
-    ).fill_null(False)
-    raw_resolvable = (
-        options.separation * pl.col("raw_se") <= math.log1p(options.resolution * options.threshold)
-    ).fill_null(False)
-    who, sep = pl.col("provider"), pl.lit(" ")
-    ctl_name = pl.col("control_provider")
-    t, span = f"{options.threshold:.0%}", f"{options.resolution * options.threshold:.0%}"
-    lone_verdict = (
-        pl.when(~liger & ~memory & ~changed)
-        .then(pl.lit("drift"))
-        .otherwise(_direction(pl.col("_lone_mu")))
-    )
-    gross_verdict = (
-        pl.when(~liger & ~memory & ~changed)
-        .then(pl.lit("drift"))
-        .otherwise(_direction(pl.col("_median_log")))
-    )
-    no = pl.lit(None, pl.String)
-    false, true = pl.lit(False), pl.lit(True)
+    moved_alone = control_moved(ctl, pl.col("ctl_se"), -adj, options)
+    basis = {
+        "change": pl.when(has_adj).then(adj).otherwise(raw),
+        "se": pl.when(has_adj).then(pl.col("adj_se")).otherwise(pl.col("raw_se")),
+        "adjusted": has_adj, "workloads": pl.lit(None, pl.String),
+    }  # fmt: skip
+    span = math.log1p(options.resolution * options.threshold)
+    resolvable = (options.separation * basis["se"] <= span).fill_null(False)
+    raw_resolvable = (options.separation * pl.col("raw_se") <= span).fill_null(False)
+    who, control = pl.col("provider"), pl.col("control_provider")
+    machine = ~liger & ~memory & ~changed  # a baseline whose move is the machine's
+
+    def drift_or(mu: pl.Expr) -> pl.Expr:
+        return pl.when(machine).then(pl.lit("drift")).otherwise(_direction(mu))
+
+    lone = pl.col("_lone_mu")
+    t, w = f"{options.threshold:.0%}", f"{options.resolution * options.threshold:.0%}"
+    gross = f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone"
     return (
-        Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), basis_mu, basis_se, has_adj, no,
-             pl.lit("every workload's step touches an outlier session (one session off its neighbours and back at the next): not a change")),
-        Rule("benchmark", ~liger & changed & R, _direction(raw), raw, pl.col("raw_se"), false, _names("raw", raw),
-             who + pl.lit(" moved ") + _est("raw_mu", "raw_se") + pl.lit(" and its benchmark changed between sessions: ") + pl.col("benchmark_note").fill_null("")),
-        Rule("baseline_memory", ~liger & memory & R, _direction(raw), raw, pl.col("raw_se"), false, _names("raw", raw),
-             who + pl.lit("'s memory moved ") + _est("raw_mu", "raw_se") + pl.lit(": a baseline's memory does not move with the machine, so its benchmark changed")),
-        Rule("baseline", ~liger & R, pl.lit("drift"), raw, pl.col("raw_se"), false, _names("raw", raw),
-             who + pl.lit(" moved ") + _est("raw_mu", "raw_se") + pl.lit(" over the sweep: a baseline's move is the machine's (a drift indicator)")),
-        Rule("memory", liger & memory & R, _direction(raw), raw, pl.col("raw_se"), false, _names("raw", raw),
-             who + pl.lit("'s memory moved ") + _est("raw_mu", "raw_se") + pl.lit(" over the sweep")
-             + pl.when(moved_with).then(pl.lit("; its control ") + ctl_name + pl.lit(" moved ") + pct(ctl.exp() - 1.0)
-                                        + pl.lit(" too: memory does not move with the machine, so the benchmark may have changed")).otherwise(pl.lit(""))),
-        Rule("unguarded", liger & changed & R, _direction(raw), raw, pl.col("raw_se"), false, _names("raw", raw),
-             who + pl.lit(" moved ") + _est("raw_mu", "raw_se") + pl.lit("; benchmark changed between sessions: ")
-             + pl.col("benchmark_note").fill_null("") + pl.lit(", so its baselines are no control")),
-        Rule("control_alone", liger & A & ~R & control_moved(ctl, pl.col("ctl_se"), -adj, options),
-             pl.when(raw_resolvable).then(pl.lit("unchanged")).otherwise(pl.lit("inconclusive")), raw, pl.col("raw_se"), false, no,
-             pl.lit("its control ") + ctl_name + pl.lit(" moved alone (") + _est("ctl_mu", "ctl_se") + pl.lit(") while ") + who
-             + pl.lit(" stayed flat (") + _est("raw_mu", "raw_se") + pl.lit("): a change of the baseline, not of Liger")),
-        Rule("adjusted", liger & A, _direction(adj), adj, pl.col("adj_se"), true, _names("adj", adj),
-             who + pl.lit(" moved ") + _est("adj_mu", "adj_se") + pl.lit(" against its control ") + ctl_name
-             + pl.lit(" (") + pct(ctl.exp() - 1.0) + pl.lit(")")),
-        Rule("drift", liger & has_adj & R & (raw.abs() >= math.log1p(options.threshold)) & moved_with, pl.lit("drift"), raw,
-             pl.col("raw_se"), false, _names("raw", raw),
-             pl.lit("the machine moved, not the kernel: ") + who + sep + _est("raw_mu", "raw_se") + pl.lit(" and its control ")
-             + ctl_name + sep + _est("ctl_mu", "ctl_se") + pl.lit(" (adjusted ") + _est("adj_mu", "adj_se") + pl.lit(")")),
-        Rule("raw", R & ~(has_adj & moved_with), _direction(raw), raw, pl.col("raw_se"), false, _names("raw", raw),
-             who + pl.lit(" moved ") + _est("raw_mu", "raw_se")
-             + pl.when(has_adj).then(pl.lit(" while its control ") + ctl_name + pl.lit(" did not move with it (") + pct(ctl.exp() - 1.0) + pl.lit(")"))
-             .otherwise(pl.lit(" over the sweep (no control measured the machine)"))),
-        Rule("lone", pl.col("_lone_n") > 0, lone_verdict, pl.col("_lone_mu"), pl.col("_lone_se"), pl.col("_lone_adjusted"), pl.col("_lone_names"),
-             pl.col("_lone_n").cast(pl.String) + pl.lit(" of ") + pl.col("workloads_total").cast(pl.String)
-             + pl.lit(" workload(s) moved far beyond the rest of the sweep: ") + pl.col("_lone_names") + pl.lit(" ")
-             + pct(pl.col("_lone_mu").exp() - 1.0) + pl.lit(" ± ") + pct(pl.col("_lone_se"), signed=False)
-             + pl.lit(" against the others (its own change ") + pct(pl.col("_lone_own").exp() - 1.0)
-             + pl.lit("); the sweep as a whole did not move (") + pct(basis_mu.exp() - 1.0) + pl.lit(" ± ") + pct(basis_se, signed=False) + pl.lit(")")),
-        Rule("gross", pl.col("_gross"), gross_verdict, pl.col("_median_log"), pl.lit(None, pl.Float64), false, _names("raw", pl.col("_median_log")),
-             pl.lit(f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone")),
-        Rule("unchanged", resolvable, pl.lit("unchanged"), basis_mu, basis_se, has_adj, no,
-             pl.lit("no change beyond the noise: ") + pct(basis_mu.exp() - 1.0) + pl.lit(" ± ") + pct(basis_se, signed=False)
-             + pl.when(has_adj).then(pl.lit(" against its control ") + ctl_name).otherwise(pl.lit(""))
-             + pl.lit(f"; a {span} change would have shown")),
-        Rule("inconclusive", true, pl.lit("inconclusive"), basis_mu, basis_se, has_adj, no,
-             pl.when(pl.col("workloads_with_noise") == 0).then(pl.lit("no noise information on any workload"))
-             .otherwise(pl.lit("too uncertain: ") + pct(basis_mu.exp() - 1.0) + pl.lit(" ± ") + pct(basis_se, signed=False)
-                        + pl.lit(f" cannot rule out a {t} change"))),
+        Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), **basis,
+             sentence=_text("every workload's step touches an outlier session (one session off its neighbours and back at the next): not a change")),
+        Rule("benchmark", ~liger & changed & R, _direction(raw), **_on("raw"),
+             sentence=_text(who, " moved ", raw_est, " and its benchmark changed between sessions: ", pl.col("benchmark_note").fill_null(""))),
+        Rule("baseline_memory", ~liger & memory & R, _direction(raw), **_on("raw"),
+             sentence=_text(who, "'s memory moved ", raw_est, ": a baseline's memory does not move with the machine, so its benchmark changed")),
+        Rule("baseline", ~liger & R, pl.lit("drift"), **_on("raw"),
+             sentence=_text(who, " moved ", raw_est, " over the sweep: a baseline's move is the machine's (a drift indicator)")),
+        Rule("memory", liger & memory & R, _direction(raw), **_on("raw"),
+             sentence=_text(who, "'s memory moved ", raw_est, " over the sweep",
+                            pl.when(moved_with).then(_text("; its control ", control, " moved ", pct(ctl.exp() - 1.0),
+                                                           " too: memory does not move with the machine, so the benchmark may have changed"))
+                            .otherwise(pl.lit("")))),
+        Rule("unguarded", liger & changed & R, _direction(raw), **_on("raw"),
+             sentence=_text(who, " moved ", raw_est, "; benchmark changed between sessions: ",
+                            pl.col("benchmark_note").fill_null(""), ", so its baselines are no control")),
+        Rule("control_alone", liger & A & ~R & moved_alone,
+             pl.when(raw_resolvable).then(pl.lit("unchanged")).otherwise(pl.lit("inconclusive")),
+             **(_on("raw") | {"workloads": pl.lit(None, pl.String)}),
+             sentence=_text("its control ", control, " moved alone (", ctl_est, ") while ", who, " stayed flat (", raw_est,
+                            "): a change of the baseline, not of Liger")),
+        Rule("adjusted", liger & A, _direction(adj), **_on("adj"),
+             sentence=_text(who, " moved ", adj_est, " against its control ", control, " (", pct(ctl.exp() - 1.0), ")")),
+        Rule("drift", liger & has_adj & R & (raw.abs() >= math.log1p(options.threshold)) & moved_with, pl.lit("drift"), **_on("raw"),
+             sentence=_text("the machine moved, not the kernel: ", who, " ", raw_est, " and its control ", control, " ", ctl_est,
+                            " (adjusted ", adj_est, ")")),
+        Rule("raw", R & ~(has_adj & moved_with), _direction(raw), **_on("raw"),
+             sentence=_text(who, " moved ", raw_est,
+                            pl.when(has_adj).then(_text(" while its control ", control, " did not move with it (", pct(ctl.exp() - 1.0), ")"))
+                            .otherwise(pl.lit(" over the sweep (no control measured the machine)")))),
+        Rule("lone", pl.col("_lone_n") > 0, drift_or(lone), change=lone, se=pl.col("_lone_se"),
+             adjusted=pl.col("_lone_adjusted"), workloads=pl.col("_lone_names"),
+             sentence=_text(pl.col("_lone_n").cast(pl.String), " of ", pl.col("workloads_total").cast(pl.String),
+                            " workload(s) moved far beyond the rest of the sweep: ", pl.col("_lone_names"), " ",
+                            _est(lone, pl.col("_lone_se")), " against the others (its own change ",
+                            pct(pl.col("_lone_own").exp() - 1.0), "); the sweep as a whole did not move (",
+                            _est(basis["change"], basis["se"]), ")")),
+        Rule("gross", pl.col("_gross"), drift_or(pl.col("_median_log")), change=pl.col("_median_log"),
+             se=pl.lit(None, pl.Float64), adjusted=pl.lit(False),
+             workloads=pl.when(pl.col("_median_log") > 0).then(pl.col("_raw_up_names")).otherwise(pl.col("_raw_down_names")),
+             sentence=_text(gross)),
+        Rule("unchanged", resolvable, pl.lit("unchanged"), **basis,
+             sentence=_text("no change beyond the noise: ", _est(basis["change"], basis["se"]),
+                            pl.when(has_adj).then(_text(" against its control ", control)).otherwise(pl.lit("")),
+                            f"; a {w} change would have shown")),
+        Rule("inconclusive", pl.lit(True), pl.lit("inconclusive"), **basis,
+             sentence=pl.when(pl.col("workloads_with_noise") == 0).then(pl.lit("no noise information on any workload"))
+             .otherwise(_text("too uncertain: ", _est(basis["change"], basis["se"]), f" cannot rule out a {t} change"))),
     )  # fmt: skip
 
 
@@ -211,10 +224,11 @@ def _pick(table: tuple[Rule, ...], field: str) -> pl.Expr:
         found = getattr(rule, field)
         return pl.lit(found) if isinstance(found, str) else found
 
-    chain = pl.when(table[0].when).then(value(table[0]))
+    chain: Any = pl.when(table[0].when).then(value(table[0]))
     for rule in table[1:]:
         chain = chain.when(rule.when).then(value(rule))
-    return chain.otherwise(None)
+    result: pl.Expr = chain.otherwise(None)
+    return result
 
 
 def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.DataFrame:
@@ -243,7 +257,10 @@ def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     flagged = pl.col("verdict").is_in(["regression", "improvement", "drift"])
     up = pl.col("_log") > 0
     basis = pl.when(pl.col("adjusted")).then(pl.lit("adj")).otherwise(pl.lit("raw"))
-    pick = lambda a, r: pl.when(basis == "adj").then(pl.col(a)).otherwise(pl.col(r))  # noqa: E731
+
+    def pick(a: str, r: str) -> pl.Expr:
+        return pl.when(basis == "adj").then(pl.col(a)).otherwise(pl.col(r))
+
     worst = (
         pl.when(flagged & up).then(pick("_adj_max", "_raw_max"))
         .when(flagged).then(pick("_adj_min", "_raw_min"))

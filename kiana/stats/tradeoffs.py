@@ -61,7 +61,9 @@ def tradeoffs(findings: pl.DataFrame, gap: timedelta = SESSION_GAP) -> pl.DataFr
             pl.col("confidence").alias(f"{prefix}_confidence"),
         )
 
-    near = lambda a, b: (pl.col(a) - pl.col(b)).abs() <= pl.lit(gap)  # noqa: E731
+    def near(a: str, b: str) -> pl.Expr:
+        return (pl.col(a) - pl.col(b)).abs() <= pl.lit(gap)
+
     joined = side("latency", "latency").join(
         side("memory", "memory"), on=[*_JOIN, "_from_origin", "_to_origin"], how="inner"
     )
