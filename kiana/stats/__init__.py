@@ -138,7 +138,8 @@ def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges 
     pts = measured_noise(
         all_points.filter(~pl.col("conflict")).with_columns(
             pl.int_range(pl.len()).over(window).alias("position")
-        )
+        ),
+        options,
     )
     steps = pair_points(pts, options).with_columns(liger_expr().alias("is_liger"))
     steps = mark_changes(mark_reruns(steps, options.session_gap), code_changes)

@@ -283,7 +283,7 @@ def state_factors(
     exponent, learned (NPMLE, :func:`kiana.stats.states.fit_link`) when ``priors`` is
     None, one set per GPU and metric; ``sitting`` gives the sitting samples' base scales
     when judging with given priors."""
-    ws = _base(workload_samples(steps), workload, "workload")
+    ws = _base(workload_samples(steps).filter(~pl.col("history")), workload, "workload")
     keys = steps.select("_group", "gpu", "metric").unique().sort("_group")
     slices = list(keys.group_by("gpu", "metric", maintain_order=True))
     a_of: dict[tuple[str, str], np.ndarray] = {}

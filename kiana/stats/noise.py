@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from kiana.stats.options import JudgeOptions
 from kiana.vocabulary import source_rank
 
 #: p80 - p20 of a standard normal distribution: 2 * Phi^-1(0.8).
@@ -73,21 +74,31 @@ def run_noise(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def measured_noise(points: pl.DataFrame) -> pl.DataFrame:
+def measured_noise(points: pl.DataFrame, options: JudgeOptions | None = None) -> pl.DataFrame:
     """Add ``measured`` (the measured noise of the pooled level, relative; 0 when
     nothing was measured) and ``noise_source`` (module docstring) to the points of
-    :func:`kiana.stats.series.points`."""
+    :func:`kiana.stats.series.points`.  With the calibration off
+    (``options.calibrate``), nothing else will be added: a single sample is ``none``
+    and an exact memory point gets ``options.memory_noise_floor`` (allocator rounding)."""
+    calibrated = options is None or options.calibrate
     own = pl.max_horizontal("spread_sigma", "replicate_sigma")
     n = pl.col("n_runs").cast(pl.Float64).sqrt()
+    memory = pl.col("metric") == "memory"
+    floor = 0.0 if calibrated or options is None else options.memory_noise_floor
     return points.with_columns(
-        pl.when(own.is_not_null()).then(own / n).otherwise(0.0).alias("measured"),
+        pl.when(own.is_not_null())
+        .then(own / n)
+        .when(memory)
+        .then(pl.lit(floor) / n)
+        .otherwise(0.0)
+        .alias("measured"),
         pl.when(pl.col("spread_sigma").is_not_null() & (own == pl.col("spread_sigma")))
         .then(pl.lit("spread"))
         .when(pl.col("replicate_sigma").is_not_null())
         .then(pl.lit("replicates"))
-        .when(pl.col("metric") == "memory")
+        .when(memory)
         .then(pl.lit("exact"))
-        .otherwise(pl.lit("single"))
+        .otherwise(pl.lit("single" if calibrated else "none"))
         .alias("noise_source"),
     )
 

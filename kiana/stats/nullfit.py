@@ -25,7 +25,7 @@ grid point, which keeps re-judging cheap.  ``nu`` (from :data:`TAILS`) and ``pi`
 (from :data:`SHARES`) are chosen by the same penalised likelihood (profile over the
 grid) where a cell has at least :data:`MIN_TAIL_SAMPLES` samples; with fewer, ``nu`` is
 the caller's prior (heavy for latency: real sittings have heavy tails until the data
-shows otherwise) and ``pi`` :data:`DEFAULT_SHARE`.
+shows otherwise) and only ``pi`` is chosen.
 
 :func:`fit_cells` is the vectorised version (numpy, one pass over the samples per
 (nu, pi) pair); ``tests/stats/test_calibration.py`` checks it against a slow,
@@ -137,11 +137,14 @@ def fit_cells(
     if tails:
         best_share = np.full(n_cells, DEFAULT_SHARE)
         counts = np.bincount(cells, minlength=n_cells)
-        fitted = counts >= MIN_TAIL_SAMPLES
+        tailed = counts >= MIN_TAIL_SAMPLES
         rows = _tail_sample(cells, n_cells)
         coarse = GRID[::COARSE]
         best = np.full(n_cells, -np.inf)
-        for tail in candidates:
+        prior_nu = nu.copy()
+        for tail in sorted({*candidates, *np.unique(prior_nu).tolist()}):
+            # Few samples: the share is fitted, the tails stay the prior's.
+            fitted = (tailed & (tail in candidates)) | (~tailed & (prior_nu == tail))
             for pi in SHARES:
                 per_share = np.where(may_change[rows], pi, 0.0)
                 sums = cell_sums(cells[rows], n_cells, x[rows], q2[rows], c[rows], per_share,

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
+#: Steps a one-workload series needs before its own history is calibration evidence.
+MIN_HISTORY = 4
+
 
 def sampling_expr() -> pl.Expr:
     """``single`` for a step with a one-sample side (noise source ``single``)."""
@@ -23,7 +26,10 @@ def sampling_expr() -> pl.Expr:
 def workload_samples(steps: pl.DataFrame) -> pl.DataFrame:
     """Differences of consecutive workloads of one sweep (the offset and any sweep-wide
     change cancel), ``c = 2``, by sampling (``single`` when a side of either step is one
-    sample).  ``steps`` carry ``_group``."""
+    sample); for a sweep of one workload, the differences of its consecutive steps (the
+    series' own history, from :data:`MIN_HISTORY` steps on), ``c = 3``, marked
+    ``history`` (they span two sittings, so they inform the scale, not a sitting's
+    state).  ``steps`` carry ``_group``."""
     sweep = ["kernel", "pass", "provider", "gpu", "metric", "from_session", "to_session"]
     usable = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
     ordered = usable.sort([*sweep, "workload"]).with_columns(
@@ -35,7 +41,27 @@ def workload_samples(steps: pl.DataFrame) -> pl.DataFrame:
     ]
     paired = ordered.with_columns(nxt).filter(pl.col("_nlog_ratio").is_not_null())
     single = (pl.col("_sampling") == "single") | (pl.col("_n_sampling") == "single")
-    return paired.select(
+    # A sweep of one workload has no neighbour: its series' own history is the evidence,
+    # once the series has MIN_HISTORY steps (fewer would judge a step by itself): the
+    # difference of consecutive steps (a second difference of its levels, variance 3
+    # steps' worth when the sessions are independent; a steady creep cancels, a level
+    # shift or an outlier is the alternative).
+    series = ["partition_id", "provider", "metric"]
+    history = (pl.len().over(sweep) == 1) & (pl.len().over(series) >= MIN_HISTORY)
+    lone = (
+        ordered.filter(history)
+        .sort(*series, "from_session")
+        .with_columns(
+            pl.col("log_ratio").shift(1).over(series).alias("_prev"),
+            pl.col("_q2").shift(1).over(series).alias("_prev_q2"),
+        )
+    )
+    alone = lone.filter(pl.col("_prev").is_not_null()).select(
+        "_group", "gpu", "metric", pl.col("_sampling").alias("sampling"), "kernel", "provider",
+        (pl.col("log_ratio") - pl.col("_prev")).alias("x"), (pl.col("_q2") + pl.col("_prev_q2")).alias("q2"),
+        pl.lit(3.0).alias("c"), pl.lit(True).alias("may_change"), pl.lit(True).alias("history"),
+    )  # fmt: skip
+    pairs = paired.select(
         "_group", "gpu", "metric",
         pl.when(single).then(pl.lit("single")).otherwise(pl.lit("median")).alias("sampling"),
         "kernel", "provider",
@@ -43,7 +69,9 @@ def workload_samples(steps: pl.DataFrame) -> pl.DataFrame:
         (pl.col("_q2") + pl.col("_n_q2")).alias("q2"),
         pl.lit(2.0).alias("c"),
         pl.lit(True).alias("may_change"),
+        pl.lit(False).alias("history"),
     )  # fmt: skip
+    return pl.concat([pairs, alone], how="vertical_relaxed")
 
 
 def sitting_samples(steps: pl.DataFrame) -> pl.DataFrame:
