@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from kiana.culprits.rank import Finder
-    from kiana.stats import Coverage, Judgement, JudgeOptions
+    from kiana.stats import CodeChanges, Coverage, Judgement, JudgeOptions
 
 #: Substring filters (any case) and whole-value filters (any case) of a Selection.
 _SUBSTRING = ("kernel", "gpu")
@@ -150,12 +150,15 @@ def analyze(
     git: Path | None = None,
     selection: Selection | None = None,
     finder: Finder | None = None,
+    code_changes: CodeChanges | None = None,
 ) -> Analysis:
     """Judge every run behind ``con`` and rank the selected findings' culprits.
 
     ``git`` is the Liger-Kernel checkout the rows were imported from (culprits are
     commits; without it each finding carries the ``git log`` command that lists
-    them); ``finder`` replaces ``Finder(git)`` (the gate's range of commits).  A filter
+    them); ``finder`` replaces ``Finder(git)`` (the gate's range of commits);
+    ``code_changes`` says where baselines' own code changed between two recordings
+    (:class:`kiana.stats.CodeChanges`; their controls are then set aside).  A filter
     of ``selection`` that matches no run raises :class:`~kiana.errors.UsageError`."""
     from kiana.culprits import Finder, annotate
     from kiana.load.judged import judged_runs
@@ -165,7 +168,7 @@ def analyze(
     selection = selection or Selection()
     runs = judged_runs(con)
     selection.check(runs)
-    judgement = judge(runs, options)
+    judgement = judge(runs, options, code_changes=code_changes)
     finder = finder or Finder(git)
     findings = annotate(selection.apply(judgement.findings), git, finder=finder)
     return Analysis(

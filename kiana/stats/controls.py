@@ -236,7 +236,9 @@ def _gpu_fallback(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         pl.when(use).then(pl.col("gpu_provider")).otherwise(pl.col("control_provider")).alias("control_provider"),
         pl.when(use).then(pl.col("gpu_log_ratio")).otherwise(pl.col("control_log_ratio")).alias("control_log_ratio"),
-        pl.when(use).then(pl.lit(0.0)).otherwise(pl.col("control_noise")).alias("control_noise"),
+        # One GPU-wide value for every workload: no per-workload part (a tiny one keeps
+        # the pooling's weights finite), its noise is shared.
+        pl.when(use).then(pl.lit(1e-9)).otherwise(pl.col("control_noise")).alias("control_noise"),
         pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(pl.col("control_offset_var")).alias("control_offset_var"),
         pl.when(use).then(pl.lit(0.0)).otherwise(pl.col("control_q2")).alias("control_q2"),
         pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(0.0).alias("_gpu_var"),

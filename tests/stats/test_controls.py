@@ -109,7 +109,9 @@ def test_one_workload_of_eight_is_a_regression_of_that_workload() -> None:
     assert (row["workloads_affected"], row["workloads_total"]) == (1, 8)
     assert row["change"] == pytest.approx(0.2, abs=1e-3)  # against the rest of the sweep
     assert row["confidence"] < 0.9
-    assert str(row["evidence"]).startswith("1 of 8 workload(s) moved far beyond the rest of the sweep")
+    assert str(row["evidence"]).startswith(
+        "1 of 8 workload(s) moved far beyond the rest of the sweep"
+    )
 
 
 def test_findings_rank_by_impact() -> None:
@@ -152,7 +154,9 @@ def test_the_control_is_measured_in_both_sessions_whatever_its_own_steps() -> No
     # liger has sessions on days 1 and 20; torch also on day 10.  The control of
     # liger's step is torch at days 1 and 20, not the GPU-wide fallback.
     rows = [run("0.8.0", 100.0, day=1), run("0.8.0", 110.0, day=20)]
-    rows += [run("0.8.0", m, provider="torch", day=d) for d, m in ((1, 200.0), (10, 190.0), (20, 200.2))]
+    rows += [
+        run("0.8.0", m, provider="torch", day=d) for d, m in ((1, 200.0), (10, 190.0), (20, 200.2))
+    ]
     rows += [run("0.8.0", 100.0, kernel="other", provider="torch", workload=f"x{w}", day=d)
              for w in range(3) for d in (1, 20)]  # fmt: skip
     row = liger_row(rows)

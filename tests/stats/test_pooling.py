@@ -18,7 +18,11 @@ PAIRS = st.lists(
 
 def frame_of(pairs: list[tuple[float, float]]) -> pl.DataFrame:
     return pl.DataFrame(
-        {**{k: ["x"] * len(pairs) for k in KEYS}, "y": [y for y, _ in pairs], "s": [s for _, s in pairs]}
+        {
+            **{k: ["x"] * len(pairs) for k in KEYS},
+            "y": [y for y, _ in pairs],
+            "s": [s for _, s in pairs],
+        }
     )
 
 

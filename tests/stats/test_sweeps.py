@@ -107,7 +107,9 @@ def test_worst_change_is_on_the_basis_of_the_change() -> None:
 
 def test_the_shown_change_and_its_error_support_the_verdict() -> None:
     result = judge(frame(sweep_rows([0.05, 0.06, 0.055, 0.052, 0.058], spread=0.004)))
-    for row in result.findings.filter(pl.col("verdict").is_in(["regression", "improvement"])).iter_rows(named=True):
+    for row in result.findings.filter(
+        pl.col("verdict").is_in(["regression", "improvement"])
+    ).iter_rows(named=True):
         z = math.log1p(row["change"]) / row["change_se"]
         assert abs(z) >= 3.0
         assert abs(row["change"]) + row["change_se"] >= 0.03
