@@ -190,10 +190,12 @@ def _fit(
                 pl.col("tail"),
                 pl.col("share"),
             )
-            cells = cells.join(up, on=list(parent_keys), how="left").with_columns(
-                pl.lit(CHILD_SD).alias("_sd")
-            )
-        indexed = samples.join(cells.select(*keys, "_cell"), on=list(keys), how="left")
+            cells = cells.join(
+                up, on=list(parent_keys), how="left", maintain_order="left"
+            ).with_columns(pl.lit(CHILD_SD).alias("_sd"))
+        indexed = samples.join(
+            cells.select(*keys, "_cell"), on=list(keys), how="left", maintain_order="left"
+        )
         cell = indexed["_cell"].to_numpy().astype(np.int64)
         nu = cells["tail"].fill_null(math.inf).to_numpy().astype(np.float64)
         share = cells["share"].fill_null(0.0).to_numpy().astype(np.float64)
@@ -222,7 +224,9 @@ def _samples_with(samples: pl.DataFrame, f2: pl.DataFrame | None, column: str) -
     """``samples`` with ``c`` multiplied by their group's ``f2`` column (1 without)."""
     if f2 is None:
         return samples
-    joined = samples.join(f2.select("_group", column), on="_group", how="left")
+    joined = samples.join(
+        f2.select("_group", column), on="_group", how="left", maintain_order="left"
+    )
     return joined.with_columns(pl.col("c") * pl.col(column).fill_null(1.0)).drop(column)
 
 
@@ -243,7 +247,7 @@ def _with_workload_var(
     frame = attach_scales(steps, Calibration(cells), component="workload")
     if f2w is not None:
         frame = (
-            frame.join(f2w.select("_group", "f2w"), on="_group", how="left")
+            frame.join(f2w.select("_group", "f2w"), on="_group", how="left", maintain_order="left")
             .with_columns(pl.col("workload_var") * pl.col("f2w").fill_null(1.0))
             .drop("f2w")
         )
@@ -257,7 +261,7 @@ def _slice_link(ws: pl.DataFrame, raw_ss: pl.DataFrame, groups: pl.Series, a: np
     prior :data:`PRIOR`) for each exponent tried."""
     post = states.posterior(a, np.zeros_like(a), weights)
     index = pl.DataFrame({"_group": groups}).with_row_index("_g")
-    samples = raw_ss.join(index, on="_group", how="inner")
+    samples = raw_ss.join(index, on="_group", how="inner", maintain_order="left")
     rows = samples["_g"].to_numpy().astype(np.int64)
     found: dict[float, np.ndarray] = {}
 

@@ -90,10 +90,12 @@ def candidates(steps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     ends = liger.join(
         base.rename({"session": "from_session", "provider": "control_provider"}),
         on=["partition_id", "metric", "from_session"],
+        maintain_order="left_right",
     ).join(
         base.rename({"session": "to_session", "provider": "control_provider"}),
         on=["partition_id", "metric", "to_session", "control_provider"],
         suffix="_to",
+        maintain_order="left",
     )
     worse = (
         pl.when(pl.col("noise_source") == "single")

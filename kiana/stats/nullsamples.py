@@ -86,16 +86,16 @@ def sitting_samples(steps: pl.DataFrame) -> pl.DataFrame:
         *sitting, "partition_id", "provider", "is_liger", "aa", "log_ratio", q2.alias("_q2")
     )
     baselines = base.filter(~pl.col("is_liger") & ~pl.col("aa"))
-    pairs = baselines.join(baselines, on=[*sitting, "partition_id"], suffix="_b").filter(
-        pl.col("provider") < pl.col("provider_b")
-    )
-    between = pairs.group_by(*sitting, "provider", "provider_b").agg(
+    pairs = baselines.join(
+        baselines, on=[*sitting, "partition_id"], suffix="_b", maintain_order="left_right"
+    ).filter(pl.col("provider") < pl.col("provider_b"))
+    between = pairs.group_by(*sitting, "provider", "provider_b", maintain_order=True).agg(
         (pl.col("log_ratio") - pl.col("log_ratio_b")).mean().alias("x"),
         ((pl.col("_q2") + pl.col("_q2_b")).sum() / pl.len().pow(2)).alias("q2"),
     )
 
     def means(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.group_by(*sitting, "provider").agg(
+        return frame.group_by(*sitting, "provider", maintain_order=True).agg(
             pl.col("log_ratio").mean().alias("x"),
             (pl.col("_q2").sum() / pl.len().pow(2)).alias("q2"),
         )

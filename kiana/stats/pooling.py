@@ -58,7 +58,7 @@ def pool(
     sums = sums.with_columns(tau2.alias("_tau2")).select(*KEYS, "_k", "_tau2")
     wr = 1.0 / (pl.col("_s").pow(2) + pl.col("_tau2"))
     pooled = (
-        valid.join(sums, on=KEYS, how="inner", nulls_equal=True)
+        valid.join(sums, on=KEYS, how="inner", nulls_equal=True, maintain_order="left")
         .group_by(KEYS)
         .agg(
             (wr * pl.col("_y")).sum().alias("_wy"),

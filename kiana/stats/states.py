@@ -83,7 +83,7 @@ def factor_loglik(samples: pl.DataFrame, groups: pl.Series, exponent: float = 1.
     if samples.height == 0:
         return out
     index = pl.DataFrame({"_group": groups}).with_row_index("_g")
-    joined = samples.join(index, on="_group", how="inner")
+    joined = samples.join(index, on="_group", how="inner", maintain_order="left")
     g = joined["_g"].to_numpy().astype(np.int64)
     x, q2 = joined["x"].to_numpy(), joined["q2"].to_numpy()
     var = (joined["c"] * joined["base"]).to_numpy()
