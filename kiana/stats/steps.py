@@ -20,7 +20,7 @@ Two gates must pass to flag (the practical-and-statistical rule of e.g. Georges 
 al. 2007, "Statistically rigorous Java performance evaluation"):
 
 * ``regression`` / ``improvement``: ``|severity| >= separation`` (default 3) **and**
-  the change reaches ``threshold`` (3%) within one noise unit;
+  ``|change| >= threshold`` (3%);
 * ``unchanged``: otherwise, when the step could have separated a change of
   ``resolution * threshold`` (9%);
 * ``inconclusive``: the noise is too large for that, or there is none at all (then a
@@ -102,9 +102,9 @@ def measure(steps: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def practical(mu: pl.Expr, se: pl.Expr, options: JudgeOptions) -> pl.Expr:
-    """The change reaches the threshold within one standard error."""
-    return mu.abs() + se.fill_null(0.0) >= math.log1p(options.threshold)
+def practical(mu: pl.Expr, options: JudgeOptions) -> pl.Expr:
+    """The change reaches the threshold (a step shows the change it rests on)."""
+    return (mu.exp() - 1.0).abs() >= options.threshold
 
 
 def raw_verdict(log_ratio: str, noise: str, options: JudgeOptions) -> pl.Expr:
@@ -114,7 +114,7 @@ def raw_verdict(log_ratio: str, noise: str, options: JudgeOptions) -> pl.Expr:
     known = sd.is_not_null() & (sd > 0)
     separated = known & (lr.abs() >= options.separation * sd)
     gross = (~known) & ((lr.exp() - 1.0).abs() >= options.gross_change)
-    flagged = (practical(lr, sd, options) & separated) | gross
+    flagged = (practical(lr, options) & separated) | gross
     resolvable = known & (
         options.separation * sd <= math.log1p(options.resolution * options.threshold)
     )
