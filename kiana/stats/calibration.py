@@ -64,7 +64,7 @@ import numpy as np
 import polars as pl
 
 from kiana.stats import states
-from kiana.stats.nullfit import GRID, TAILS, equivalent_factor, fit_cells
+from kiana.stats.nullfit import DEFAULT_SHARE, GRID, TAILS, equivalent_factor, fit_cells
 from kiana.stats.nullsamples import sampling_expr, sitting_samples, workload_samples
 
 #: Prior centres of each component's scale, per metric and sampling (module docstring).
@@ -157,9 +157,11 @@ def _prior(metric: pl.Expr, component: str, sampling: pl.Expr | None) -> pl.Expr
 
 
 def _fit(
-    samples: pl.DataFrame, component: str, levels: tuple[tuple[str, tuple[str, ...]], ...]
-) -> pl.DataFrame:
-    """Fit every level of one component (module docstring); one row per cell."""
+    samples: pl.DataFrame, component: str, levels: tuple[tuple[str, tuple[str, ...]], ...],
+    fixed: pl.DataFrame | None = None,
+) -> pl.DataFrame:  # fmt: skip
+    """Fit every level of one component (module docstring); one row per cell.  With
+    ``fixed`` (an earlier fit), its top cells' tails and shares are kept, not fitted."""
     out: list[pl.DataFrame] = []
     parent: pl.DataFrame | None = None
     parent_keys: tuple[str, ...] = ()
@@ -183,6 +185,20 @@ def _fit(
                 prior_tail.alias("tail"),
                 pl.lit(None, pl.Float64).alias("share"),
             )
+            if fixed is not None and fixed.height:
+                known = fixed.filter(pl.col("level") == level).select(
+                    *keys,
+                    pl.col("tail").fill_null(math.inf).alias("_t"),
+                    pl.col("share").alias("_p"),
+                )
+                cells = (
+                    cells.join(known, on=list(keys), how="left", maintain_order="left")
+                    .with_columns(
+                        pl.coalesce("_t", "tail").alias("tail"),
+                        pl.coalesce("_p", "share").alias("share"),
+                    )
+                    .drop("_t", "_p")
+                )
         else:
             up = parent.select(
                 *parent_keys,
@@ -202,7 +218,8 @@ def _fit(
         scale, nu, share = fit_cells(
             cell, cells.height, indexed["x"].to_numpy(), indexed["q2"].to_numpy(),
             indexed["c"].to_numpy(), indexed["may_change"].to_numpy(),
-            cells["_center"].to_numpy(), cells["_sd"].to_numpy(), tails=depth == 0,
+            cells["_center"].to_numpy(), cells["_sd"].to_numpy(),
+            tails=depth == 0 and (fixed is None or not fixed.height),
             candidates=TAILS if component in TAILED else (math.inf,),
             nu=nu, share=share,
         )  # fmt: skip
@@ -254,8 +271,8 @@ def _with_workload_var(
     return frame
 
 
-def _slice_link(ws: pl.DataFrame, raw_ss: pl.DataFrame, groups: pl.Series, a: np.ndarray,
-                weights: np.ndarray, top: pl.DataFrame) -> tuple[float, np.ndarray]:  # fmt: skip
+def _slice_link(raw_ss: pl.DataFrame, groups: pl.Series, a: np.ndarray, weights: np.ndarray,
+                top: pl.DataFrame, gpu: str, metric: str) -> tuple[float, np.ndarray]:  # fmt: skip
     """The exponent of one GPU and metric (:func:`kiana.stats.states.fit_link`) and the
     sitting samples' log likelihoods at it; the sitting scale is refitted (top level,
     prior :data:`PRIOR`) for each exponent tried."""
@@ -265,11 +282,27 @@ def _slice_link(ws: pl.DataFrame, raw_ss: pl.DataFrame, groups: pl.Series, a: np
     rows = samples["_g"].to_numpy().astype(np.int64)
     found: dict[float, np.ndarray] = {}
 
+    prior = _prior(pl.lit(metric), "sitting", None)
+    center = np.array([pl.select(prior).item()], dtype=np.float64)
+    mine = (pl.col("level") == "gpu") & (pl.col("gpu") == gpu) & (pl.col("metric") == metric)
+    share = top.filter(mine)["share"].fill_null(DEFAULT_SHARE)
+    pi = float(share[0]) if share.len() else DEFAULT_SHARE
+    x, q2 = samples["x"].to_numpy(), samples["q2"].to_numpy()
+    may = samples["may_change"].to_numpy()
+
     def likelihood(exponent: float) -> np.ndarray:
+        # The sitting scale refitted (top level, the share of the last fit) for this b.
         f2 = states.mean_f2(post, exponent)[rows] if rows.size else np.zeros(0)
-        weighted = samples.with_columns(pl.Series("c", samples["c"].to_numpy() * f2))
-        cells = _fit(weighted, "sitting", SITTING_LEVELS[:1]) if weighted.height else top
-        based = _base(samples.drop("_g"), cells, "sitting")
+        c = samples["c"].to_numpy() * f2
+        scale, _, _ = fit_cells(
+            np.zeros(rows.size, dtype=np.int64), 1, x, q2, c, may, center, np.array([TOP_SD]),
+            tails=False, nu=np.array([math.inf]), share=np.array([pi]),
+        )  # fmt: skip
+        based = samples.drop("_g").with_columns(
+            pl.lit(float(scale[0]) ** 2).alias("base"),
+            pl.lit(None, pl.Float64).alias("tail"),
+            pl.when(pl.col("may_change")).then(pl.lit(pi)).otherwise(0.0).alias("share"),
+        )
         found[exponent] = states.factor_loglik(based, groups, exponent)
         return found[exponent]
 
@@ -280,14 +313,17 @@ def _slice_link(ws: pl.DataFrame, raw_ss: pl.DataFrame, groups: pl.Series, a: np
 def state_factors(
     steps: pl.DataFrame, workload: pl.DataFrame, sitting: pl.DataFrame,
     priors: pl.DataFrame | None, separation: float = 3.0,
+    samples: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
     """``(factors, priors)``: per sitting group the posterior means ``f2w`` (of ``f^2``)
     and ``f2s`` (of ``f^2b``) and the tail-matched factors ``fw`` and ``fs`` at
     ``separation`` (:mod:`kiana.stats.states`), and the state priors with their
     exponent, learned (NPMLE, :func:`kiana.stats.states.fit_link`) when ``priors`` is
     None, one set per GPU and metric; ``sitting`` gives the sitting samples' base scales
-    when judging with given priors."""
-    ws = _base(workload_samples(steps).filter(~pl.col("history")), workload, "workload")
+    when judging with given priors; ``samples``: the steps' workload samples, when the
+    caller has them already."""
+    raw_ws = workload_samples(steps) if samples is None else samples
+    ws = _base(raw_ws.filter(~pl.col("history")), workload, "workload")
     keys = steps.select("_group", "gpu", "metric").unique().sort("_group")
     slices = list(keys.group_by("gpu", "metric", maintain_order=True))
     a_of: dict[tuple[str, str], np.ndarray] = {}
@@ -316,8 +352,8 @@ def state_factors(
         weights, exponent = learned[key]
         a = a_of[key]
         if priors is None:
-            exponent, b = _slice_link(ws, raw_ss.filter((pl.col("gpu") == gpu) & (pl.col("metric") == metric)),
-                                      groups, a, weights, sitting)  # fmt: skip
+            exponent, b = _slice_link(raw_ss.filter((pl.col("gpu") == gpu) & (pl.col("metric") == metric)),
+                                      groups, a, weights, sitting, str(gpu), str(metric))  # fmt: skip
         else:
             b = states.factor_loglik(based_ss, groups, exponent)
         post = states.posterior(a, b, weights)
@@ -342,15 +378,15 @@ def fit(steps: pl.DataFrame) -> Calibration:
     f2: pl.DataFrame | None = None
     workload = sitting = pl.DataFrame(schema=CALIBRATION_SCHEMA)
     priors = pl.DataFrame()
-    for _ in range(ROUNDS):
-        workload = _fit(
-            _samples_with(workload_samples(steps), f2, "f2w"), "workload", WORKLOAD_LEVELS
-        )
-        f2, priors = state_factors(steps, workload, sitting, None)
+    raw_ws = workload_samples(steps)
+    for number in range(ROUNDS):
+        # Tails and shares are fitted in the first round and kept in the next ones.
+        earlier_w, earlier_s = (workload, sitting) if number else (None, None)
+        workload = _fit(_samples_with(raw_ws, f2, "f2w"), "workload", WORKLOAD_LEVELS, earlier_w)
+        f2, priors = state_factors(steps, workload, sitting, None, samples=raw_ws)
         with_var = _with_workload_var(steps, workload, f2)
-        sitting = _fit(
-            _samples_with(sitting_samples(with_var), f2, "f2s"), "sitting", SITTING_LEVELS
-        )
+        ss = _samples_with(sitting_samples(with_var), f2, "f2s")
+        sitting = _fit(ss, "sitting", SITTING_LEVELS, earlier_s)
     state_rows = priors.with_columns(
         pl.lit("state").alias("component"), pl.lit("gpu").alias("level")
     ) if priors.height else pl.DataFrame(schema=CALIBRATION_SCHEMA)  # fmt: skip

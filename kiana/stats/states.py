@@ -119,7 +119,7 @@ def npmle(a: np.ndarray) -> np.ndarray:
         updated = post.sum(axis=0)
         updated[ONE] += PSEUDO
         updated /= n + PSEUDO
-        done = bool(np.abs(updated - weights).max() < 1e-8)
+        done = bool(np.abs(updated - weights).max() < 1e-6)
         weights = np.asarray(updated)
         if done:
             break

@@ -184,6 +184,8 @@ def _evidence(options: JudgeOptions) -> pl.Expr:
               + pl.lit(" (controls set aside)"))
         .when(pl.col("is_liger"))
         .then(pl.lit("; no control"))
+        .when(pl.col("metric") == "memory")
+        .then(pl.lit("; baseline provider: its memory moves only when its benchmark changes"))
         .otherwise(pl.lit("; baseline provider: drift indicator"))
     )  # fmt: skip
     gross = (
