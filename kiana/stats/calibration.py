@@ -158,10 +158,11 @@ def _prior(metric: pl.Expr, component: str, sampling: pl.Expr | None) -> pl.Expr
 
 def _fit(
     samples: pl.DataFrame, component: str, levels: tuple[tuple[str, tuple[str, ...]], ...],
-    fixed: pl.DataFrame | None = None,
+    *, tails: bool = True,
 ) -> pl.DataFrame:  # fmt: skip
-    """Fit every level of one component (module docstring); one row per cell.  With
-    ``fixed`` (an earlier fit), its top cells' tails and shares are kept, not fitted."""
+    """Fit every level of one component (module docstring); one row per cell.  Without
+    ``tails``, the top cells keep the prior tails and the default share (a first round:
+    the sitting states are not known yet, and the tails only mean something given them)."""
     out: list[pl.DataFrame] = []
     parent: pl.DataFrame | None = None
     parent_keys: tuple[str, ...] = ()
@@ -183,22 +184,8 @@ def _fit(
                 _prior(pl.col("metric"), component, sampling).alias("_center"),
                 pl.lit(TOP_SD).alias("_sd"),
                 prior_tail.alias("tail"),
-                pl.lit(None, pl.Float64).alias("share"),
+                pl.lit(DEFAULT_SHARE).alias("share"),
             )
-            if fixed is not None and fixed.height:
-                known = fixed.filter(pl.col("level") == level).select(
-                    *keys,
-                    pl.col("tail").fill_null(math.inf).alias("_t"),
-                    pl.col("share").alias("_p"),
-                )
-                cells = (
-                    cells.join(known, on=list(keys), how="left", maintain_order="left")
-                    .with_columns(
-                        pl.coalesce("_t", "tail").alias("tail"),
-                        pl.coalesce("_p", "share").alias("share"),
-                    )
-                    .drop("_t", "_p")
-                )
         else:
             up = parent.select(
                 *parent_keys,
@@ -219,7 +206,7 @@ def _fit(
             cell, cells.height, indexed["x"].to_numpy(), indexed["q2"].to_numpy(),
             indexed["c"].to_numpy(), indexed["may_change"].to_numpy(),
             cells["_center"].to_numpy(), cells["_sd"].to_numpy(),
-            tails=depth == 0 and (fixed is None or not fixed.height),
+            tails=depth == 0 and tails,
             candidates=TAILS if component in TAILED else (math.inf,),
             nu=nu, share=share,
         )  # fmt: skip
@@ -286,7 +273,9 @@ def _slice_link(raw_ss: pl.DataFrame, groups: pl.Series, a: np.ndarray, weights:
     center = np.array([pl.select(prior).item()], dtype=np.float64)
     mine = (pl.col("level") == "gpu") & (pl.col("gpu") == gpu) & (pl.col("metric") == metric)
     share = top.filter(mine)["share"].fill_null(DEFAULT_SHARE)
-    pi = float(share[0]) if share.len() else DEFAULT_SHARE
+    # Environment shifts and baselines' own changes are the alternative here: at least
+    # the default share of them, whatever the last fit found.
+    pi = max(float(share[0]) if share.len() else 0.0, DEFAULT_SHARE)
     x, q2 = samples["x"].to_numpy(), samples["q2"].to_numpy()
     may = samples["may_change"].to_numpy()
 
@@ -379,14 +368,12 @@ def fit(steps: pl.DataFrame) -> Calibration:
     workload = sitting = pl.DataFrame(schema=CALIBRATION_SCHEMA)
     priors = pl.DataFrame()
     raw_ws = workload_samples(steps)
-    for number in range(ROUNDS):
-        # Tails and shares are fitted in the first round and kept in the next ones.
-        earlier_w, earlier_s = (workload, sitting) if number else (None, None)
-        workload = _fit(_samples_with(raw_ws, f2, "f2w"), "workload", WORKLOAD_LEVELS, earlier_w)
+    for _ in range(ROUNDS):
+        workload = _fit(_samples_with(raw_ws, f2, "f2w"), "workload", WORKLOAD_LEVELS)
         f2, priors = state_factors(steps, workload, sitting, None, samples=raw_ws)
         with_var = _with_workload_var(steps, workload, f2)
         ss = _samples_with(sitting_samples(with_var), f2, "f2s")
-        sitting = _fit(ss, "sitting", SITTING_LEVELS, earlier_s)
+        sitting = _fit(ss, "sitting", SITTING_LEVELS)
     state_rows = priors.with_columns(
         pl.lit("state").alias("component"), pl.lit("gpu").alias("level")
     ) if priors.height else pl.DataFrame(schema=CALIBRATION_SCHEMA)  # fmt: skip
