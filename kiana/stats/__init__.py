@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.stats.calibration import Calibration, fit, sigmas, state_factors
+from kiana.stats.calfit import fit, state_factors
+from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
 from kiana.stats.changepoints import empty_changepoints
 from kiana.stats.codechanges import CodeChanges, mark_changes
