@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
