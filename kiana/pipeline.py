@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from kiana.culprits.rank import Finder
-    from kiana.stats import Coverage, Judgement, JudgeOptions
+    from kiana.stats import CodeChanges, Coverage, Judgement, JudgeOptions
 
 #: Substring filters (any case) and whole-value filters (any case) of a Selection.
 _SUBSTRING = ("kernel", "gpu")
@@ -252,6 +252,7 @@ def analyze(
     git: Path | None = None,
     selection: Selection | None = None,
     finder: Finder | None = None,
+    code_changes: CodeChanges | None = None,
 ) -> Analysis:
     """Judge every run behind ``con`` and rank the selected findings' culprits.
 
@@ -260,8 +261,11 @@ def analyze(
     them); without ``git`` (and ``finder``), the checkout ``kiana import liger --git``
     recorded in the database is used while it still exists
     (:func:`remembered_repository`).  ``finder`` replaces ``Finder(git)`` (the gate's
-    range of commits).  A filter of ``selection`` that matches no run raises
-    :class:`~kiana.errors.UsageError`."""
+    range of commits).  ``code_changes`` says where baselines' own code changed between
+    two recordings (:class:`kiana.stats.CodeChanges`; their controls are then set
+    aside); with a checkout and no ``code_changes``, its git history says
+    (:class:`kiana.culprits.changes.GitCodeChanges`).  A filter of ``selection`` that
+    matches no run raises :class:`~kiana.errors.UsageError`."""
     from kiana.culprits import Finder, annotate
     from kiana.load.judged import judged_runs
     from kiana.stats import JudgeOptions, judge
@@ -270,9 +274,13 @@ def analyze(
     selection = selection or Selection()
     if git is None and finder is None:
         git = remembered_repository(con)
+    if code_changes is None and git is not None:
+        from kiana.culprits.changes import GitCodeChanges
+
+        code_changes = GitCodeChanges(git)
     runs = judged_runs(con)
     selection.check(runs)
-    judgement = judge(runs, options)
+    judgement = judge(runs, options, code_changes=code_changes)
     finder = finder or Finder(git)
     findings = annotate(selection.apply(judgement.findings), git, finder=finder)
     return Analysis(runs, judgement, findings, options, selection, git, finder)

@@ -58,7 +58,13 @@ def liger_expr(column: str = "provider") -> pl.Expr:
 
 # --------------------------------------------------------------------------- noise
 
-NoiseSource = Literal["spread", "replicates", "history", "kernel", "memory", "none"]
+#: What a step's measured noise (the part inside one session) comes from, best first:
+#: ``spread`` (the runs' p20-p80), ``replicates`` (several runs of the session),
+#: ``exact`` (memory with p20 = p80: deterministic), ``single`` (a latency run with
+#: p20 = median = p80: ``do_bench`` took one sample, nothing was measured), ``none``
+#: (nothing measured and calibration off).  The session-to-session part comes from the
+#: calibration (:mod:`kiana.stats.calibration`) whatever the source.
+NoiseSource = Literal["spread", "replicates", "exact", "single", "none"]
 #: From best to worst: a step's noise source is the worse of its two sides.
 NOISE_SOURCES: tuple[NoiseSource, ...] = get_args(NoiseSource)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -77,3 +78,40 @@ def assert_no_nan(df: pl.DataFrame) -> None:
         if dtype in (pl.Float64, pl.Float32):
             assert not df[name].is_nan().any(), f"NaN in {name}"
             assert df[name].is_finite().fill_null(True).all(), f"inf in {name}"
+
+
+def sitting(version: str, day: int, medians: dict[str, float], **kw: Any) -> list[dict[str, Any]]:
+    """One session: one run per provider, minutes apart."""
+    return [
+        run(version, m, provider=p, day=day, minute=i, **kw)
+        for i, (p, m) in enumerate(medians.items())
+    ]
+
+
+def sweep_rows(
+    changes: list[float], *, spread: float, provider: str = "liger", base: float = 100.0, **kw: Any
+) -> list[dict[str, Any]]:
+    """Two sessions (0.7.0 on day 1, 0.8.0 on day 9) of one provider over a sweep whose
+    workload ``w<i>`` moves by ``changes[i]``."""
+    rows: list[dict[str, Any]] = []
+    for w, change in enumerate(changes):
+        level = base * (w + 1)
+        common = {"workload": f"w{w}", "spread": spread, "provider": provider, "minute": w, **kw}
+        rows.append(run("0.7.0", level, day=1, **common))
+        rows.append(run("0.8.0", level * (1 + change), day=9, **common))
+    return rows
+
+
+#: Liger's real CSVs, outside the repository (tests that read them skip without them).
+LIGER_CSVS = Path(__file__).resolve().parents[1].parent / "shared" / "liger"
+
+
+def real_runs() -> pl.DataFrame:
+    """The runs of ``../shared/liger``, imported into memory (callers skip first)."""
+    import kiana
+    from kiana.importers.liger import import_csvs
+    from kiana.load.judged import judged_runs
+
+    con = kiana.connect()
+    kiana.load_documents(con, import_csvs(sorted(LIGER_CSVS.glob("*.csv"))).documents)
+    return judged_runs(con)

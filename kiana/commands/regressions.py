@@ -297,9 +297,10 @@ def _print_extras(analysis: Analysis, args: argparse.Namespace, width: int | Non
                 print(part)
     tradeoffs = analysis.tradeoffs
     if tradeoffs is not None and tradeoffs.height:
-        print(f"\n{tradeoffs.height} trade-off(s): faster, but more memory at the same step")
+        print(f"\n{tradeoffs.height} trade-off(s): latency against memory in the same sittings")
         for row in tradeoffs.head(args.limit).iter_rows(named=True):
             text = terminal(
+                f"{row.get('kind', 'trade-off')}: "
                 f"{row['kernel']}/{row['pass']} {row['provider']} on {row['gpu']} "
                 f"{row['from_version']} → {row['to_version']}: latency "
                 f"{_pct(row['latency_change'])}, memory {_pct(row['memory_change'])}"

@@ -195,23 +195,23 @@ def memory_section(g: Gathered, charted: set[int], limit: int) -> Html:
 
 
 def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
-    """Latency improvements paid for with a memory regression at the same step."""
+    """A latency change and the opposite memory change of the same sittings."""
     if frame.height == 0:
-        return note("No trade-off: no latency improvement came with a memory regression.")
+        return note("No trade-off: no latency change came with the opposite memory change.")
     shown, cap = capped(frame, limit, "trade-offs")
     cols = (Column("kernel"), Column("pass"), Column("provider"), Column("GPU"),
-            Column("step"), Column("latency change", "right"), Column("memory change", "right"),
-            Column("workloads", "right"))  # fmt: skip
+            Column("step"), Column("trade-off"), Column("latency change", "right"),
+            Column("memory change", "right"), Column("workloads", "right"))  # fmt: skip
     rows = (
         [r["kernel"], r["pass"], r["provider"], r["gpu"],
-         step_label(r), change_cell(r["latency_change"]),
+         step_label(r), r.get("kind") or "", change_cell(r["latency_change"]),
          change_cell(r["memory_change"]),
          f"{max(r['latency_workloads'], r['memory_workloads'])}/{r['workloads_total']}"]
         for r in shown.iter_rows(named=True)
     )  # fmt: skip
     body = table(cols, rows, id="tradeoffs-table", sortable=True, empty="no trade-off")
     return Html(
-        f"<h3>Trade-offs: faster, but more memory at the same step ({frame.height:,})</h3>"
+        f"<h3>Trade-offs: latency against memory in the same sittings ({frame.height:,})</h3>"
         + f'<div class="scroll">{body}</div>{cap}'
     )
 

@@ -3,7 +3,12 @@ and whether the kernel or the machine moved.
 
 ``judge(runs, options)`` takes the runs table (a polars frame of ``kiana.load.runs``,
 optionally with an ``origin`` column, see :mod:`kiana.stats.sessions`) and returns a
-:class:`Judgement`:
+:class:`Judgement`.  ``calibrate(runs, options)`` is its first stage on its own: the
+session-to-session noise measured on the runs (:mod:`kiana.stats.calibration`), which
+``judge(runs, options, calibration=...)`` takes instead of measuring it again;
+``code_changes`` (:class:`CodeChanges`) says where a baseline's own code changed.
+Everything is per GPU: ``judge`` of one GPU's runs gives exactly that GPU's part of
+``judge`` of all of them.  The Judgement holds:
 
 * ``findings``: one kernel, pass, provider, GPU and metric between two sessions,
   judged on the pooled evidence of its sweep (:mod:`kiana.stats.sweeps`): the unit
@@ -12,12 +17,14 @@ optionally with an ``origin`` column, see :mod:`kiana.stats.sessions`) and retur
   its own verdict (:mod:`kiana.stats.steps`, noise model in
   :mod:`kiana.stats.noise`, same-session controls in :mod:`kiana.stats.controls`);
 * ``quality``: sessions that were not judged because their replicates disagree far
-  beyond their noise (``conflict``), and one-off sessions that left their series'
-  level and came back at once (``outlier``, :mod:`kiana.stats.outliers`);
+  beyond their noise (``conflict``), one-off sessions that left their series' level
+  and came back at once (``outlier``, :mod:`kiana.stats.outliers`), and the same code
+  measured twice (``rerun``: A/A pairs, :mod:`kiana.stats.reruns`);
 * ``coverage``: how many series could be compared, and why the others could not;
 * ``changepoints``: level shifts in long series (:mod:`kiana.stats.changepoints`);
-* ``tradeoffs``: latency improvements paid for with a memory regression at the same
-  step (:mod:`kiana.stats.tradeoffs`).
+* ``tradeoffs``: a latency change and the opposite memory change of the same
+  sittings (:mod:`kiana.stats.tradeoffs`);
+* ``calibration``: the noise it judged with (:class:`Calibration`).
 
 Every stage is a vectorised polars transform; nothing loops over runs in Python.
 Output never holds NaN: missing numbers are null.
@@ -29,31 +36,39 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from kiana.stats.calfit import fit, state_factors
+from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
 from kiana.stats.changepoints import empty_changepoints
-from kiana.stats.controls import attach_controls
+from kiana.stats.codechanges import CodeChanges, mark_changes
+from kiana.stats.controls import Sigmas, attach_controls
 from kiana.stats.coverage import Coverage, coverage
-from kiana.stats.noise import kernel_floor, noise_scale, session_noise
+from kiana.stats.noise import measured_noise
 from kiana.stats.options import JudgeOptions, series_window
 from kiana.stats.outliers import mark_outliers
 from kiana.stats.quality import quality
+from kiana.stats.reruns import mark_reruns, rerun_quality
 from kiana.stats.series import judgeable, points
 from kiana.stats.sessions import session_label
+from kiana.stats.states import group_key
 from kiana.stats.steps import decide, measure, pair_points
 from kiana.stats.sweeps import FINDING_COLUMNS
 from kiana.stats.sweeps import findings as _findings
 from kiana.stats.tradeoffs import tradeoffs as _tradeoffs
-from kiana.stats.versions import check_baseline, parse_version, version_table
-from kiana.vocabulary import VERDICTS, Verdict, is_liger
+from kiana.stats.versions import check_baseline, gpu_version_ranks, parse_version, version_table
+from kiana.vocabulary import VERDICTS, Verdict, is_liger, liger_expr
 
 __all__ = [
     "FINDING_COLUMNS",
     "STEP_COLUMNS",
     "VERDICTS",
+    "Calibration",
+    "CodeChanges",
     "Coverage",
     "JudgeOptions",
     "Judgement",
     "Verdict",
+    "calibrate",
     "is_liger",
     "judge",
     "parse_version",
@@ -63,42 +78,14 @@ __all__ = [
 
 #: The columns of ``Judgement.steps``, in order.
 STEP_COLUMNS: tuple[str, ...] = (
-    "kernel",
-    "pass",
-    "provider",
-    "gpu",
-    "workload",
-    "partition_id",
-    "metric",
-    "from_version",
-    "to_version",
-    "from_session",
-    "to_session",
-    "from_origin",
-    "to_origin",
-    "from_observed_at",
-    "to_observed_at",
-    "from_median",
-    "to_median",
-    "from_median_ns",
-    "to_median_ns",
-    "from_runs",
-    "to_runs",
-    "change",
-    "verdict",
-    "raw_verdict",
-    "control_provider",
-    "control_change",
-    "control_severity",
-    "adjusted_change",
-    "severity",
-    "adjusted_severity",
-    "noise",
-    "noise_source",
-    "is_liger",
-    "outlier",
-    "evidence",
-)
+    "kernel", "pass", "provider", "gpu", "workload", "partition_id", "metric",
+    "from_version", "to_version", "from_session", "to_session", "from_origin", "to_origin",
+    "from_observed_at", "to_observed_at", "from_median", "to_median", "from_median_ns",
+    "to_median_ns", "from_runs", "to_runs", "change", "verdict", "raw_verdict",
+    "control_provider", "control_change", "control_severity", "adjusted_change",
+    "severity", "adjusted_severity", "noise", "adjusted_noise", "workload_noise",
+    "sitting_noise", "noise_source", "benchmark_changed", "is_liger", "outlier", "evidence",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -114,11 +101,10 @@ class Judgement:
     coverage: Coverage
     #: Data-quality entries: sessions not judged, and why (:mod:`kiana.stats.quality`).
     quality: pl.DataFrame
-    #: The empirical-null factor applied to spread-based noise, and its number of steps.
-    noise_scale: float = 1.0
-    noise_scale_steps: int = 0
-    #: Latency improvements paid for with a memory regression (see kiana.stats.tradeoffs).
+    #: A latency change and the opposite memory change (see kiana.stats.tradeoffs).
     tradeoffs: pl.DataFrame | None = None
+    #: The noise it judged with (:mod:`kiana.stats.calibration`).
+    calibration: Calibration | None = None
 
 
 def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
@@ -130,57 +116,124 @@ def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def judge(runs: pl.DataFrame, options: JudgeOptions | None = None) -> Judgement:
-    """Judge every series of ``runs`` (see the module docstring)."""
-    options = options or JudgeOptions()
+@dataclass(frozen=True)
+class _Stage:
+    """The judge's first stages: every session point, the judged points, the steps."""
+
+    frame: pl.DataFrame
+    versions: pl.DataFrame
+    all_points: pl.DataFrame
+    points: pl.DataFrame
+    steps: pl.DataFrame
+
+
+def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges | None) -> _Stage:
     frame = judgeable(runs, options.session_gap)
     versions = version_table(frame)
     check_baseline(versions, options.baseline)
     all_points = points(
-        frame, versions, gross_change=options.gross_change, separation=options.separation
-    )
+        frame, gpu_version_ranks(frame), gross_change=options.gross_change,
+        separation=options.separation,
+    )  # fmt: skip
     window = series_window(all_points)
-    raw_points = all_points.filter(~pl.col("conflict")).with_columns(
-        pl.int_range(pl.len()).over(window).alias("position")
+    pts = measured_noise(
+        all_points.filter(~pl.col("conflict")).with_columns(
+            pl.int_range(pl.len()).over(window).alias("position")
+        ),
+        options,
     )
-    scale, scale_steps = noise_scale(raw_points) if options.calibrate else (1.0, 0)
-    pts = session_noise(raw_points, kernel_floor(frame), options, scale)
-    steps = attach_controls(measure(pair_points(pts, options)), options)
-    steps = decide(steps, options)
-    if scale != 1.0:
-        note = f"; spread noise x{scale:.2f} (empirical null of {scale_steps} steps)"
-        steps = steps.with_columns(
-            pl.when(pl.col("noise_source").is_in(["spread", "kernel"]))
-            .then(pl.col("evidence") + pl.lit(note))
-            .otherwise(pl.col("evidence"))
-            .alias("evidence")
-        )
+    steps = pair_points(pts, options).with_columns(liger_expr().alias("is_liger"))
+    steps = mark_changes(mark_reruns(steps, options.session_gap), code_changes)
+    return _Stage(frame, versions, all_points, pts, steps)
+
+
+def calibrate(
+    runs: pl.DataFrame, options: JudgeOptions | None = None, *,
+    code_changes: CodeChanges | None = None,
+) -> Calibration:  # fmt: skip
+    """The session-to-session noise of ``runs`` (:mod:`kiana.stats.calibration`), as
+    :func:`judge` measures it; pass it back as ``judge(..., calibration=...)``."""
+    options = options or JudgeOptions()
+    return fit(_stage(runs, options, code_changes).steps)
+
+
+def _sigmas(calibration: Calibration | None, options: JudgeOptions, steps: pl.DataFrame) -> Sigmas:
+    """The calibrated sigmas of a frame, the sitting states of ``steps`` applied; zero
+    without a calibration."""
+    if calibration is None:
+        zero = pl.lit(0.0)
+
+        def none(frame: pl.DataFrame) -> pl.DataFrame:
+            return frame.with_columns(
+                *(
+                    zero.alias(f"{c}_{p}")
+                    for c in ("workload", "sitting")
+                    for p in ("sigma", "scale")
+                ),
+                *(pl.lit(None, pl.Float64).alias(f"{c}_tail") for c in ("workload", "sitting")),
+                *(pl.lit(0, pl.Int64).alias(f"{c}_samples") for c in ("workload", "sitting")),
+            )
+
+        return none
+    cal = calibration.frame
+    factors, _ = state_factors(
+        steps,
+        cal.filter(pl.col("component") == "workload"),
+        cal.filter(pl.col("component") == "sitting"),
+        cal.filter(pl.col("component") == "state"),
+        options.separation,
+    )
+    return lambda frame: sigmas(frame, calibration, options.separation, factors)
+
+
+def judge(
+    runs: pl.DataFrame, options: JudgeOptions | None = None, *,
+    calibration: Calibration | None = None, code_changes: CodeChanges | None = None,
+) -> Judgement:  # fmt: skip
+    """Judge every series of ``runs`` (see the module docstring).  ``calibration``:
+    the noise to judge with (default: measured on ``runs``, :func:`calibrate`);
+    ``code_changes``: where baselines' code changed (:mod:`kiana.stats.codechanges`)."""
+    options = options or JudgeOptions()
+    stage = _stage(runs, options, code_changes)
+    if calibration is None and options.calibrate:
+        calibration = fit(stage.steps)
+    grouped = group_key(stage.steps)
+    noise = _sigmas(calibration if options.calibrate else None, options, grouped)
+    aa = grouped.filter(pl.col("aa"))
+    steps = measure(noise(grouped.filter(~pl.col("aa"))))
+    steps = decide(attach_controls(steps, stage.points, noise, options), options)
     steps, outliers = mark_outliers(steps, options)
     found = _no_nan(_findings(steps, options))
-    latency = pl.col("metric") == "latency"
-    steps = steps.with_columns(
-        pl.when(latency)
-        .then(pl.col("from_median").round(0).cast(pl.Int64, strict=False))
-        .otherwise(None)
-        .alias("from_median_ns"),
-        pl.when(latency)
-        .then(pl.col("to_median").round(0).cast(pl.Int64, strict=False))
-        .otherwise(None)
-        .alias("to_median_ns"),
-        pl.col("from_n_runs").alias("from_runs"),
-        pl.col("to_n_runs").alias("to_runs"),
-    ).select(STEP_COLUMNS)
-    steps = _no_nan(steps)
+    pts = noise(stage.points).with_columns(
+        (pl.col("measured").pow(2) + pl.col("workload_sigma").pow(2) / 2.0).sqrt().alias("sigma")
+    )
     cps = _changepoints(pts, options) if options.changepoints else empty_changepoints()
+    steps = _no_nan(_narrow(steps))
     return Judgement(
         steps=steps,
         findings=found,
         changepoints=_no_nan(cps),
-        versions=versions,
-        runs_judged=frame.height,
-        coverage=coverage(all_points, steps, options, runs),
-        quality=pl.concat([quality(all_points), outliers], how="vertical_relaxed"),
-        noise_scale=scale,
-        noise_scale_steps=scale_steps,
-        tradeoffs=_no_nan(_tradeoffs(found)),
+        versions=stage.versions,
+        runs_judged=stage.frame.height,
+        coverage=coverage(stage.all_points, steps, options, runs, reruns=aa),
+        quality=pl.concat(
+            [quality(stage.all_points), outliers, rerun_quality(aa)], how="vertical_relaxed"
+        ),
+        tradeoffs=_no_nan(_tradeoffs(found, options.session_gap)),
+        calibration=calibration,
     )
+
+
+def _narrow(steps: pl.DataFrame) -> pl.DataFrame:
+    latency = pl.col("metric") == "latency"
+    return steps.with_columns(
+        *(
+            pl.when(latency).then(pl.col(f"{side}_median").round(0).cast(pl.Int64, strict=False))
+            .otherwise(None).alias(f"{side}_median_ns")
+            for side in ("from", "to")
+        ),
+        pl.col("from_n_runs").alias("from_runs"),
+        pl.col("to_n_runs").alias("to_runs"),
+        pl.col("workload_sigma").alias("workload_noise"),
+        pl.col("sitting_sigma").alias("sitting_noise"),
+    ).select(STEP_COLUMNS)  # fmt: skip

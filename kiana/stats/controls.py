@@ -1,87 +1,138 @@
-"""Same-run controls: did the kernel move, or the machine?
+"""Same-sitting controls: did the kernel move, or the machine?
 
-Liger's providers (``liger``, ``liger_*``) are the code under test.  The baselines
-of the same partition (``huggingface``, ``torch``, ``torch_compile``, ...) ran in
-the same benchmark session, on the same GPU and software stack, so their ratio
-between the same two versions measures the environment (driver, torch, clocks).
-This is the classic "control series" of difference-in-differences designs; in
-benchmarking it is how e.g. Chromium's perf dashboards separate bot changes from
-code changes.
+Liger's providers (``liger``, ``liger_*``) are the code under test.  The baselines of
+the same partition (``huggingface``, ``torch``, ...) ran in the same sittings, on the
+same GPU and software stack, so their ratio between the same two sessions measures the
+environment (driver, torch, clocks): the control series of a difference-in-
+differences design, as Chromium's perf dashboards use to tell bot changes from code
+changes.
 
-Choice of control (deterministic, named)
-----------------------------------------
-Among the baselines with a step between the same two sessions in the partition and
-metric (a session is one sitting of every provider, :mod:`kiana.stats.sessions`), kiana takes the *medoid*: the baseline whose log ratio is closest to the
-median log ratio of all of them; ties go to the lower noise, then more runs, then
-the name.  The median makes the control robust to one baseline that moved for its
-own reasons (a ``huggingface`` code change), and a medoid is a real provider whose
-noise we know and can name.
+Choice of control (one per finding, named)
+------------------------------------------
+For each Liger step, every baseline measured in *both* of its sessions (the same
+partition and metric: its points at ``from_session`` and ``to_session``, whatever
+steps the baseline's own series took) is a candidate.  The finding's control is the
+*medoid* over the sweep: the baseline whose median log ratio across the workloads is
+closest to the median over all candidates (ties: lower noise, more workloads, the
+name).  It is one provider for every workload of the sweep, so ``control_change``
+is that provider's own change.  The median keeps one baseline that moved for its own
+reasons from being the control when others did not.
 
-When a partition has no baseline at all, the control falls back to the GPU-wide
-median log ratio of every baseline step on that GPU and metric between the same
-version labels on the same two days (at least three series), named ``gpu:<n> baselines``; its noise is the median step
-noise of those series times ``1.2533 / sqrt(n)`` (standard error of a median).
+Only where the partition has no baseline at all (in any session), a Liger latency
+step falls back to the GPU-wide control: the median log ratio of every baseline step
+on that GPU and metric between the same version labels on the same two days (at least
+:data:`MIN_GPU_SERIES` series), named ``gpu:<n> baselines``, its noise the median step
+noise times ``1.2533 / sqrt(n)`` (the standard error of a median).
+
+A step whose baseline code changed (:mod:`kiana.stats.codechanges`) has no control:
+both are set aside, and the evidence says so.  Memory has controls for the record,
+but a baseline's memory does not move with the machine, so they never explain a
+Liger memory change (:mod:`kiana.stats.sweeps`).
 
 Adjusted change
 ---------------
-    adjusted ratio  = liger ratio / control ratio,   adjusted_change = ratio - 1
-    adjusted noise  = sqrt(noise_liger^2 + noise_control^2)
+    adjusted log ratio = liger log ratio - control log ratio
+    adjusted noise     = sqrt(liger per-workload noise^2 + control per-workload noise^2
+                              + sitting sigma^2)
 
-and the adjusted change gets the same two-gate verdict as the raw one.  A Liger step
-flagged raw becomes ``drift`` only when the control explains it: the adjusted change
-is not flagged the same way *and* the control itself moved in the same direction by
-at least half the separation in its own noise units (or, without noise information,
-by at least the threshold).  A control that did not move leaves the raw verdict.
+(the machine cancels, the two providers' own sitting offsets do not: together they
+weigh one sitting sigma, :mod:`kiana.stats.calibration`).
+:func:`control_moved` is the one test of "the control moved with it", used by steps,
+findings and outliers alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from kiana.stats.options import JudgeOptions
-from kiana.stats.steps import raw_verdict
 from kiana.vocabulary import liger_expr
+
+#: Adds the calibrated sigmas to a frame (:func:`kiana.stats.calibration.sigmas`, bound).
+Sigmas = Callable[[pl.DataFrame], pl.DataFrame]
 
 STEP_KEYS: tuple[str, ...] = ("partition_id", "metric", "from_session", "to_session")
 GPU_KEYS: tuple[str, ...] = ("gpu", "metric", "from_version", "to_version", "_from_day", "_to_day")
 MIN_GPU_SERIES = 3
+_CONTROL = (
+    "control_provider",
+    "control_log_ratio",
+    "control_noise",
+    "control_offset_var",
+    "control_q2",
+)
 
 
-def mark_liger(steps: pl.DataFrame) -> pl.DataFrame:
-    return steps.with_columns(
-        liger_expr().alias("is_liger"),
-        pl.col("from_session").str.slice(0, 10).alias("_from_day"),
-        pl.col("to_session").str.slice(0, 10).alias("_to_day"),
+def control_moved(
+    control: pl.Expr, noise: pl.Expr, toward: pl.Expr, options: JudgeOptions
+) -> pl.Expr:
+    """The control moved with a move ``toward`` (log ratios): the same direction, at least
+    half as far, and at least ``separation / 2`` of its own noise (when known)."""
+    same_way = (control > 0) == (toward > 0)
+    far = control.abs() >= toward.abs() / 2.0
+    beyond = (control.abs() >= options.separation / 2.0 * noise) | noise.is_null()
+    return (same_way & far & beyond & (control != 0)).fill_null(False)
+
+
+def candidates(steps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
+    """Every baseline measured in both sessions of a Liger step, per workload: the
+    Liger step's keys, ``control_provider``, ``control_log_ratio`` and the control's
+    measured variance ``control_q2`` and ``control_source``."""
+    base = points.filter(~liger_expr()).select(
+        "partition_id", "metric", "provider", "session", "log_median", "measured", "noise_source"
     )
+    liger = steps.filter(pl.col("is_liger") & ~pl.col("benchmark_changed")).select(
+        *STEP_KEYS, "kernel", "pass", "gpu", pl.col("provider").alias("_liger"), "workload",
+        *(["_group"] if "_group" in steps.columns else []),
+    )  # fmt: skip
+    ends = liger.join(
+        base.rename({"session": "from_session", "provider": "control_provider"}),
+        on=["partition_id", "metric", "from_session"],
+        maintain_order="left_right",
+    ).join(
+        base.rename({"session": "to_session", "provider": "control_provider"}),
+        on=["partition_id", "metric", "to_session", "control_provider"],
+        suffix="_to",
+        maintain_order="left",
+    )
+    worse = (
+        pl.when(pl.col("noise_source") == "single")
+        .then(pl.col("noise_source"))
+        .otherwise(pl.col("noise_source_to"))
+    )
+    return ends.select(
+        *STEP_KEYS, "kernel", "pass", "gpu", "_liger", "workload", "control_provider",
+        *(["_group"] if "_group" in ends.columns else []),
+        (pl.col("log_median_to") - pl.col("log_median")).alias("control_log_ratio"),
+        (pl.col("measured").pow(2) + pl.col("measured_to").pow(2)).alias("control_q2"),
+        worse.alias("control_source"),
+    ).filter(pl.col("control_log_ratio").is_not_null())  # fmt: skip
 
 
-def choose_controls(steps: pl.DataFrame) -> pl.DataFrame:
-    """One control per partition, metric and version pair (the medoid baseline)."""
-    base = steps.filter(~pl.col("is_liger") & pl.col("log_ratio").is_not_null())
+def medoid(cands: pl.DataFrame) -> pl.DataFrame:
+    """The one control provider per Liger sweep (module docstring)."""
+    sweep = medoid_keys()
+    per = cands.group_by(*sweep, "control_provider").agg(
+        pl.col("control_log_ratio").median().alias("_m"),
+        pl.col("control_noise").mean().alias("_noise"),
+        pl.len().alias("_n"),
+    )
+    per = per.with_columns((pl.col("_m") - pl.col("_m").median().over(sweep)).abs().alias("_dist"))
     return (
-        base.with_columns(
-            (pl.col("log_ratio") - pl.col("log_ratio").median().over(STEP_KEYS))
-            .abs()
-            .alias("_dist"),
-            (pl.col("from_n_runs") + pl.col("to_n_runs")).alias("_runs"),
-        )
-        .sort(
-            [*STEP_KEYS, "_dist", "noise", "_runs", "provider"],
-            descending=[False] * 5 + [False, True, False],
-            nulls_last=True,
-        )
-        .group_by(STEP_KEYS, maintain_order=True)
-        .agg(
-            pl.col("provider").first().alias("control_provider"),
-            pl.col("log_ratio").first().alias("control_log_ratio"),
-            pl.col("noise").first().alias("control_noise"),
-        )
-    )
+        per.sort([*sweep, "_dist", "_noise", "_n", "control_provider"],
+                 descending=[False] * len(sweep) + [False, False, True, False], nulls_last=True)
+        .group_by(sweep, maintain_order=True)
+        .agg(pl.col("control_provider").first())
+    )  # fmt: skip
 
 
 def gpu_controls(steps: pl.DataFrame) -> pl.DataFrame:
-    """The GPU-wide fallback control per GPU, metric and version pair."""
-    base = steps.filter(~pl.col("is_liger") & pl.col("log_ratio").is_not_null())
+    """The GPU-wide fallback per GPU, metric, version pair and days."""
+    base = steps.filter(
+        ~pl.col("is_liger") & pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed")
+    )
     return (
         base.group_by(GPU_KEYS)
         .agg(
@@ -91,69 +142,106 @@ def gpu_controls(steps: pl.DataFrame) -> pl.DataFrame:
         )
         .filter(pl.col("_n") >= MIN_GPU_SERIES)
         .with_columns(
-            (pl.lit("gpu:") + pl.col("_n").cast(pl.String) + pl.lit(" baselines")).alias(
-                "gpu_provider"
-            ),
+            (pl.lit("gpu:") + pl.col("_n").cast(pl.String) + pl.lit(" baselines")).alias("gpu_provider"),
             (pl.col("_noise") * 1.2533 / pl.col("_n").cast(pl.Float64).sqrt()).alias("gpu_noise"),
         )
         .drop("_n", "_noise")
-    )
+    )  # fmt: skip
 
 
-def attach_controls(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
-    """Add ``raw_verdict``, ``control_provider``, ``control_change``,
-    ``adjusted_change``, ``adjusted_severity`` and ``adjusted_verdict`` (Liger steps
-    only; null for baselines and when no control exists)."""
-    steps = mark_liger(steps)
-    partition = choose_controls(steps)
-    gpu = gpu_controls(steps)
-    joined = steps.join(partition, on=list(STEP_KEYS), how="left", maintain_order="left").join(
-        gpu, on=list(GPU_KEYS), how="left", maintain_order="left"
+def attach_controls(
+    steps: pl.DataFrame, points: pl.DataFrame, sigmas: Sigmas, options: JudgeOptions
+) -> pl.DataFrame:
+    """Add the control columns to Liger steps (null elsewhere): ``control_provider``,
+    ``control_log_ratio``, ``control_noise`` (its per-workload part),
+    ``control_offset_var`` (the variance all its workloads share: its sitting offset,
+    or the GPU-wide control's own), ``control_full_noise``, ``control_change``,
+    ``control_severity``, ``adjusted_log_ratio``, ``adjusted_wnoise`` (per workload),
+    ``adjusted_offset_var`` (shared), ``adjusted_noise``, ``adjusted_change`` and
+    ``adjusted_severity`` (module docstring).  ``steps``
+    carry ``is_liger``, ``log_ratio``, ``wnoise``, ``noise``, ``sitting_sigma`` and
+    ``benchmark_changed``; ``sigmas`` adds the calibrated sigmas to a frame."""
+    cands = candidates(steps, points)
+    cands = sigmas(
+        cands.rename({"control_source": "noise_source"}).with_columns(
+            pl.col("control_provider").alias("provider")
+        )
+    ).with_columns(
+        (pl.col("control_q2") + pl.col("workload_sigma").pow(2)).sqrt().alias("control_noise")
     )
-    use_gpu = pl.col("control_provider").is_null() & pl.col("gpu_provider").is_not_null()
-    joined = joined.with_columns(
-        pl.when(use_gpu)
-        .then(pl.col("gpu_provider"))
-        .otherwise(pl.col("control_provider"))
-        .alias("control_provider"),
-        pl.when(use_gpu)
-        .then(pl.col("gpu_log_ratio"))
-        .otherwise(pl.col("control_log_ratio"))
-        .alias("control_log_ratio"),
-        pl.when(use_gpu)
-        .then(pl.col("gpu_noise"))
-        .otherwise(pl.col("control_noise"))
-        .alias("control_noise"),
-    ).drop("gpu_provider", "gpu_log_ratio", "gpu_noise")
+    cands = cands.with_columns(pl.col("sitting_sigma").pow(2).alias("control_offset_var"))
+    chosen = cands.join(medoid(cands), on=[*medoid_keys(), "control_provider"], how="semi")
+    chosen = chosen.select(*STEP_KEYS, pl.col("_liger").alias("provider"), "workload", *_CONTROL)
+    frame = steps.join(
+        chosen, on=[*STEP_KEYS, "provider", "workload"], how="left", maintain_order="left"
+    )
+    frame = _gpu_fallback(frame, points)
     on = pl.col("is_liger") & pl.col("control_log_ratio").is_not_null()
-    joined = joined.with_columns(
-        pl.when(on).then(pl.col("control_provider")).otherwise(None).alias("control_provider"),
-        pl.when(on)
-        .then(pl.col("log_ratio") - pl.col("control_log_ratio"))
-        .otherwise(None)
-        .alias("adjusted_log_ratio"),
-        pl.when(on)
-        .then((pl.col("noise").pow(2) + pl.col("control_noise").pow(2)).sqrt())
-        .otherwise(None)
-        .alias("adjusted_noise"),
-        pl.when(on)
-        .then(pl.col("control_log_ratio").exp() - 1.0)
-        .otherwise(None)
-        .alias("control_change"),
-        pl.when(on & (pl.col("control_noise") > 0))
-        .then(pl.col("control_log_ratio") / pl.col("control_noise"))
-        .otherwise(None)
-        .alias("control_severity"),
+    frame = (
+        frame.with_columns(
+            *(pl.when(on).then(pl.col(c)).otherwise(None).alias(c) for c in _CONTROL)
+        )
+        .with_columns(
+            (pl.col("control_noise").pow(2) + pl.col("control_offset_var"))
+            .sqrt()
+            .alias("control_full_noise"),
+            pl.when(on)
+            .then(pl.col("log_ratio") - pl.col("control_log_ratio"))
+            .alias("adjusted_log_ratio"),
+            pl.when(on)
+            .then((pl.col("wnoise").pow(2) + pl.col("control_noise").pow(2)).sqrt())
+            .alias("adjusted_wnoise"),
+            pl.when(on)
+            .then(pl.col("sitting_sigma").pow(2) + pl.col("control_offset_var"))
+            .alias("adjusted_offset_var"),
+        )
+        .with_columns(
+            (pl.col("adjusted_wnoise").pow(2) + pl.col("adjusted_offset_var"))
+            .sqrt()
+            .alias("adjusted_noise")
+        )
     )
-    return joined.with_columns(
-        raw_verdict("log_ratio", "noise", options).alias("raw_verdict"),
+    return frame.with_columns(
+        (pl.col("control_log_ratio").exp() - 1.0).alias("control_change"),
+        _ratio("control_log_ratio", "control_full_noise").alias("control_severity"),
         (pl.col("adjusted_log_ratio").exp() - 1.0).alias("adjusted_change"),
-        pl.when(pl.col("adjusted_noise") > 0)
-        .then(pl.col("adjusted_log_ratio") / pl.col("adjusted_noise"))
-        .otherwise(None)
-        .alias("adjusted_severity"),
-        pl.when(pl.col("adjusted_log_ratio").is_not_null())
-        .then(raw_verdict("adjusted_log_ratio", "adjusted_noise", options))
-        .otherwise(None)
-        .alias("adjusted_verdict"),
-    ).drop("_from_day", "_to_day")
+        _ratio("adjusted_log_ratio", "adjusted_noise").alias("adjusted_severity"),
+    ).drop("_from_day", "_to_day", "_gpu_var")  # fmt: skip
+
+
+def medoid_keys() -> list[str]:
+    return ["kernel", "pass", "gpu", "metric", "_liger", "from_session", "to_session"]
+
+
+def _ratio(a: str, b: str) -> pl.Expr:
+    return pl.when(pl.col(b) > 0).then(pl.col(a) / pl.col(b)).otherwise(None)
+
+
+def _gpu_fallback(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
+    """Fill the control of Liger latency steps whose partition has no baseline at all
+    (and whose benchmark did not change) with the GPU-wide control."""
+    with_base = points.filter(~liger_expr()).select("partition_id").unique()
+    frame = frame.with_columns(
+        pl.col("from_session").str.slice(0, 10).alias("_from_day"),
+        pl.col("to_session").str.slice(0, 10).alias("_to_day"),
+        pl.col("partition_id").is_in(with_base["partition_id"].implode()).alias("_has_base"),
+    )
+    gpu = gpu_controls(frame)
+    frame = frame.join(gpu, on=list(GPU_KEYS), how="left", maintain_order="left")
+    use = (
+        pl.col("is_liger")
+        & ~pl.col("_has_base")
+        & ~pl.col("benchmark_changed")
+        & (pl.col("metric") == "latency")
+        & pl.col("gpu_provider").is_not_null()
+    )
+    return frame.with_columns(
+        pl.when(use).then(pl.col("gpu_provider")).otherwise(pl.col("control_provider")).alias("control_provider"),
+        pl.when(use).then(pl.col("gpu_log_ratio")).otherwise(pl.col("control_log_ratio")).alias("control_log_ratio"),
+        # One GPU-wide value for every workload: no per-workload part (a tiny one keeps
+        # the pooling's weights finite), its noise is shared.
+        pl.when(use).then(pl.lit(1e-9)).otherwise(pl.col("control_noise")).alias("control_noise"),
+        pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(pl.col("control_offset_var")).alias("control_offset_var"),
+        pl.when(use).then(pl.lit(0.0)).otherwise(pl.col("control_q2")).alias("control_q2"),
+        pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(0.0).alias("_gpu_var"),
+    ).drop("gpu_provider", "gpu_log_ratio", "gpu_noise", "_has_base")  # fmt: skip

@@ -3,7 +3,9 @@
 Silence reads as "all clear", so every judgement says how many series it could
 compare and, for the others, why not: a series with one session has nothing to be
 compared with; one whose sessions all conflict (:mod:`kiana.stats.quality`) is not
-judged; with ``--baseline`` a series without a session of that version has no step.
+judged; one whose only step is an A/A pair (the same code measured twice,
+:mod:`kiana.stats.reruns`) was measured, not compared; with ``--baseline`` a series
+without a session of that version has no step.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ REASONS: tuple[str, ...] = (
     "no passed run",
     "one session only",
     "conflicting sessions",
+    "same code measured twice only",
     "no session of the baseline version",
 )
 
@@ -59,10 +62,16 @@ class Coverage:
 
 
 def coverage(
-    points: pl.DataFrame, steps: pl.DataFrame, options: JudgeOptions, runs: pl.DataFrame
+    points: pl.DataFrame,
+    steps: pl.DataFrame,
+    options: JudgeOptions,
+    runs: pl.DataFrame,
+    *,
+    reruns: pl.DataFrame | None = None,
 ) -> Coverage:
     """Count the series of ``runs``, those with a step, and the reasons of the rest.
-    ``points``: every session point, conflicting ones included."""
+    ``points``: every session point, conflicting ones included; ``reruns``: the A/A
+    steps (left out of ``steps``)."""
     keys = list(SERIES_KEYS)
     every = runs.select(keys).unique()
     per_series = points.group_by(keys).agg(
@@ -70,10 +79,18 @@ def coverage(
         (~pl.col("conflict")).sum().alias("_clean"),
     )
     compared = steps.select(keys).unique().with_columns(pl.lit(True).alias("_compared"))
+    measured = (reruns if reruns is not None else steps.clear()).select(keys).unique()
     table = (
         every.join(per_series, on=keys, how="left", nulls_equal=True)
         .join(compared, on=keys, how="left", nulls_equal=True)
-        .with_columns(pl.col("_compared").fill_null(False), liger_expr().alias("_liger"))
+        .join(
+            measured.with_columns(pl.lit(True).alias("_aa")), on=keys, how="left", nulls_equal=True
+        )
+        .with_columns(
+            pl.col("_compared").fill_null(False),
+            pl.col("_aa").fill_null(False),
+            liger_expr().alias("_liger"),
+        )
     )
     reason = (
         pl.when(pl.col("_compared"))
@@ -84,7 +101,9 @@ def coverage(
         .then(pl.lit(REASONS[2]))
         .when(pl.col("_sessions") == 1)
         .then(pl.lit(REASONS[1]))
-        .otherwise(pl.lit(REASONS[3] if options.baseline else "no step"))
+        .when(pl.col("_aa"))
+        .then(pl.lit(REASONS[3]))
+        .otherwise(pl.lit(REASONS[4] if options.baseline else "no step"))
     )
     table = table.with_columns(reason.alias("_reason"))
     counts = dict(

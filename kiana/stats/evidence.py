@@ -1,16 +1,15 @@
-"""The sentences of findings: what decided a finding, in words a maintainer reads.
+"""The words of steps and findings: what decided them, in words a maintainer reads.
 
-:func:`evidence` reads the working columns of :func:`kiana.stats.sweeps.findings`
-(``_basis``: outlier, sweep, lone, gross, unchanged or inconclusive; ``_pooled``; ``_agree``;
-``_lone_n``) beside the finding's own columns.  :func:`fold_baselines` folds a
-baseline provider's drift into the Liger finding of the same sitting that it explains.
+Every sentence is built from public columns: a step's own (:func:`noise_clause`), a
+finding's (:func:`finding_noise`, :func:`control_clause`); the first clause of a
+finding's evidence is its rule's sentence in :data:`kiana.stats.sweeps.RULES`.
+:func:`fold_baselines` folds a baseline provider's finding into the Liger finding of
+the same sitting that it explains.
 """
 
 from __future__ import annotations
 
 import polars as pl
-
-from kiana.stats.options import JudgeOptions
 
 #: The sitting a finding belongs to, whatever its provider.
 SITTING: tuple[str, ...] = ("kernel", "pass", "gpu", "metric", "from_session", "to_session")
@@ -24,119 +23,126 @@ def pct(expr: pl.Expr, signed: bool = True) -> pl.Expr:
     return pl.when(expr > 0).then(pl.lit("+") + text).otherwise(text)
 
 
-def evidence(options: JudgeOptions) -> pl.Expr:
-    """One sentence per finding: the pooled estimate and what decided it."""
-    basis = pl.col("_basis")
-    n = pl.col("workloads_total").cast(pl.String)
-    k = pl.col("workloads_with_noise").cast(pl.String)
-    pooled = (
-        pl.lit("pooled ")
-        + pct(pl.col("_pooled"))
-        + pl.lit(" ± ")
-        + pct(pl.col("change_se"), signed=False)
-        + pl.lit(" over ")
-        + k
-        + pl.lit(" workload(s), |z| ")
-        + pl.col("severity").abs().round(1).cast(pl.String)
-        + pl.lit(", scatter ")
-        + pct(pl.col("scatter"), signed=False)
-    )
-    direction = (
-        pl.col("_agree").cast(pl.String)
-        + pl.lit("/")
-        + n
-        + pl.when(pl.col("change") > 0).then(pl.lit(" up")).otherwise(pl.lit(" down"))
-    )
-    control = (
-        pl.when(pl.col("control_provider").is_not_null() & pl.col("control_change").is_not_null())
-        .then(
-            pl.lit("; raw ")
-            + pct(pl.col("raw_change"))
-            + pl.lit(", control ")
-            + pl.col("control_provider")
-            + pl.lit(" ")
-            + pct(pl.col("control_change"))
-        )
-        .when(pl.col("is_liger"))
-        .then(pl.lit("; no control"))
-        .otherwise(pl.lit("; baseline provider: drift indicator"))
-    )
-    missing = (
-        pl.when(pl.col("workloads_with_noise") < pl.col("workloads_total"))
-        .then(
-            pl.lit("; ")
-            + (pl.col("workloads_total") - pl.col("workloads_with_noise")).cast(pl.String)
-            + pl.lit(" workload(s) without noise information left out of the pooled estimate")
-        )
+def _tail(column: str) -> pl.Expr:
+    return (
+        pl.when(pl.col(column).is_not_null())
+        .then(pl.lit(", t") + pl.col(column).round(0).cast(pl.Int64).cast(pl.String))
         .otherwise(pl.lit(""))
     )
-    t = f"{options.threshold:.0%}"
-    text = (
-        pl.when((basis == "sweep") & (pl.col("verdict") == "drift") & pl.col("is_liger"))
+
+
+def _calibrated(sigma: str, samples: str, tail: str, what: str) -> pl.Expr:
+    """``per workload 1.2% (t3, 24 samples)`` or ``per workload 0.5% (prior)``."""
+    basis = (
+        pl.when(pl.col(samples) > 0)
         .then(
-            pl.lit("the machine moved, not the kernel: raw ")
-            + pct(pl.col("raw_change"))
-            + pl.lit(" with its control; adjusted ")
-            + pooled
-            + pl.lit("; ")
-            + direction
+            pl.col(samples).cast(pl.String)
+            + pl.when(pl.col(samples) == 1).then(pl.lit(" sample")).otherwise(pl.lit(" samples"))
         )
-        .when(basis == "sweep")
-        .then(pl.lit("the sweep moved: ") + pooled + pl.lit("; ") + direction)
-        .when(basis == "lone")
-        .then(
-            pl.col("_lone_n").cast(pl.String)
-            + pl.lit(" of ")
-            + n
-            + pl.lit(" workload(s) far beyond the noise (")
-            + pl.col("workloads")
-            + pl.lit(", ")
-            + pct(pl.col("change"))
-            + pl.lit("), the sweep did not move: ")
-            + pooled.fill_null("no pooled estimate")
-        )
-        .when(basis == "gross")
-        .then(
-            pl.lit("no noise information; every workload moved ")
-            + pl.lit(f">= {options.gross_change:.0%}")
-            + pl.lit(" the same way: called on size alone")
-        )
-        .when(basis == "outlier")
-        .then(
-            pl.lit("every workload's step touches an outlier session (one session off its")
-            + pl.lit(" neighbours and back at the next): not a change")
-        )
-        .when(basis == "unchanged")
-        .then(pooled + pl.lit(f"; could have seen a change of {t}"))
-        .otherwise(
-            pl.when(pl.col("workloads_with_noise") == 0)
-            .then(pl.lit("no noise information on any workload"))
-            .otherwise(
-                pooled
-                + pl.lit(f"; too uncertain to rule out {t}")
-                + pl.when(pl.col("reruns").is_not_null())
-                .then(
-                    pl.lit("; about ")
-                    + pl.col("reruns").cast(pl.String)
-                    + pl.lit(f" run(s) per session on each side would resolve a {t} change")
-                )
-                .otherwise(pl.lit("; the workloads disagree: reruns alone will not resolve it"))
-            )
-        )
+        .otherwise(pl.lit("prior: no data"))
     )
-    return pl.concat_str([text.fill_null(""), control.fill_null(""), missing])
+    return (
+        pl.lit(f"{what} ") + pct(pl.col(sigma), signed=False)
+        + pl.lit(" (") + basis + _tail(tail).str.replace(r"^, ", "; ") + pl.lit(")")
+    )  # fmt: skip
+
+
+def noise_clause() -> pl.Expr:
+    """``noise 1.6% (measured 0.6% from spread; session per workload 1.0% (24
+    samples), per sitting 1.0% (prior: no data)), |z|=2.4`` of a step."""
+    measured = (
+        pl.when(pl.col("noise_source").is_in(["single", "exact", "none"]))
+        .then(pl.lit("nothing measured (") + pl.col("noise_source") + pl.lit(")"))
+        .otherwise(
+            pl.lit("measured ") + pct(pl.col("q2").sqrt(), signed=False)
+            + pl.lit(" from ") + pl.col("noise_source")
+        )
+    )  # fmt: skip
+    calibrated = (
+        pl.when(pl.col("workload_sigma") > 0)
+        .then(
+            pl.lit("; session ")
+            + _calibrated("workload_sigma", "workload_samples", "workload_tail", "per workload")
+            + pl.lit(", ")
+            + _calibrated("sitting_sigma", "sitting_samples", "sitting_tail", "per sitting")
+        )
+        .otherwise(pl.lit("; not calibrated"))
+    )
+    return (
+        pl.when(pl.col("noise").is_null())
+        .then(pl.lit("no noise information (") + pl.col("noise_source") + pl.lit(", not calibrated)"))
+        .otherwise(
+            pl.lit("noise ") + pct(pl.col("noise"), signed=False) + pl.lit(" (") + measured
+            + calibrated + pl.lit("), |z|=") + pl.col("severity").abs().round(1).cast(pl.String)
+        )
+    )  # fmt: skip
+
+
+def finding_noise() -> pl.Expr:
+    """The noise a finding rests on: ``noise per workload 1.2% (t3, 24 samples), per
+    sitting 2.0% (16 samples)``, and the single samples it holds."""
+    single = (
+        pl.when(pl.col("single_samples") > 0)
+        .then(pl.lit("; ") + pl.col("single_samples").cast(pl.String)
+              + pl.lit(" workload(s) rest on single samples (p20 = median = p80)"))
+        .otherwise(pl.lit(""))
+    )  # fmt: skip
+    bounded = (
+        pl.when(pl.col("noise_bounded"))
+        .then(pl.lit(" (at the calibration grid's upper end: the noise may be larger)"))
+        .otherwise(pl.lit(""))
+    )
+    return (
+        pl.when(pl.col("workload_noise").is_not_null() & (pl.col("workload_noise") > 0))
+        .then(
+            pl.lit("; noise ")
+            + _calibrated(
+                "workload_noise", "workload_noise_samples", "workload_noise_tail", "per workload"
+            )
+            + pl.lit(", ")
+            + _calibrated(
+                "sitting_noise", "sitting_noise_samples", "sitting_noise_tail", "per sitting"
+            )
+            + bounded
+        )
+        .otherwise(pl.lit("; noise as measured (not calibrated)"))
+        + single
+    )
+
+
+def control_clause() -> pl.Expr:
+    """``; raw -10.3%, control torch +0.3%`` (or why there is none)."""
+    return (
+        pl.when(pl.col("benchmark_changed"))
+        .then(pl.lit(""))
+        .when(pl.col("control_provider").is_not_null() & pl.col("control_change").is_not_null())
+        .then(pl.lit("; raw ") + pct(pl.col("raw_change")) + pl.lit(", control ")
+              + pl.col("control_provider") + pl.lit(" ") + pct(pl.col("control_change")))
+        .when(pl.col("is_liger"))
+        .then(pl.lit("; no control"))
+        .otherwise(pl.lit(""))
+    )  # fmt: skip
 
 
 def fold_baselines(findings: pl.DataFrame) -> pl.DataFrame:
-    """Set ``folded`` on baseline-provider drift findings whose sitting also has a Liger
-    finding (they explain it, they are not news of their own), and name them in that
-    Liger finding's evidence: "baselines moved too: huggingface -8.3%"."""
+    """Set ``folded`` on baseline-provider findings that moved (drift, or a benchmark
+    change) in a sitting that also has a Liger finding (they explain it, they are not
+    news of their own), and name those that are not the Liger finding's control in its
+    evidence: "other baselines moved: huggingface -8.3%"."""
     keys = list(SITTING)
-    baseline_drift = ~pl.col("is_liger") & (pl.col("verdict") == "drift")
-    liger_sittings = findings.filter(pl.col("is_liger")).select(keys).unique()
-    moved = (
-        findings.filter(baseline_drift)
-        .join(liger_sittings, on=keys, how="semi", nulls_equal=True)
+    moved_baseline = ~pl.col("is_liger") & pl.col("verdict").is_in(
+        ["drift", "regression", "improvement"]
+    )
+    liger = findings.filter(pl.col("is_liger")).select(*keys, "control_provider").unique(keys)
+    liger_sittings = liger.select(keys)
+    moved = findings.filter(moved_baseline).join(
+        liger_sittings, on=keys, how="semi", nulls_equal=True
+    )
+    named = (
+        moved.join(
+            liger.rename({"control_provider": "_control"}), on=keys, how="left", nulls_equal=True
+        )
+        .filter(pl.col("provider").ne_missing(pl.col("_control")))
         .group_by(keys)
         .agg(
             (pl.col("provider") + pl.lit(" ") + pct(pl.col("change")))
@@ -145,11 +151,17 @@ def fold_baselines(findings: pl.DataFrame) -> pl.DataFrame:
             .alias("_moved")
         )
     )
-    joined = findings.join(moved, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    joined = findings.join(
+        moved.select(*keys, "provider").with_columns(pl.lit(True).alias("_fold")),
+        on=[*keys, "provider"],
+        how="left",
+        nulls_equal=True,
+        maintain_order="left",
+    ).join(named, on=keys, how="left", nulls_equal=True, maintain_order="left")
     return joined.with_columns(
-        (baseline_drift & pl.col("_moved").is_not_null()).alias("folded"),
+        pl.col("_fold").fill_null(False).alias("folded"),
         pl.when(pl.col("is_liger") & pl.col("_moved").is_not_null())
-        .then(pl.col("evidence") + pl.lit("; baselines moved too: ") + pl.col("_moved"))
+        .then(pl.col("evidence") + pl.lit("; other baselines moved: ") + pl.col("_moved"))
         .otherwise(pl.col("evidence"))
         .alias("evidence"),
-    ).drop("_moved")
+    ).drop("_moved", "_fold")  # fmt: skip

@@ -1,4 +1,9 @@
-"""The noise model: how much a run's median moves when nothing changed.
+"""The measured noise of a session: what its own runs say about the noise of its level.
+
+A step's noise has two parts.  The part measured *inside* each session is here; the
+part *between* sessions (the session-to-session noise of one workload, and the offset
+one provider's whole sitting shares) is not in any run's numbers and is calibrated on
+the data being judged (:mod:`kiana.stats.calibration`).
 
 Per-run spread
 --------------
@@ -8,69 +13,39 @@ timings.  For a normal distribution the 20th and 80th percentiles lie at
 
     sigma_run = (p80 - p20) / (1.683 * median)        (relative, i.e. in log units)
 
-Quantile-based scale estimates of this kind are robust to the long right tail of
-GPU timings (Rousseeuw & Croux 1993, "Alternatives to the median absolute
-deviation", JASA 88; the same idea as the IQR/1.349 estimator).  We compare *medians
-of runs taken in different sessions*, and session-to-session variation (clocks,
-thermal state, placement) dominates the sampling error of a median of many
-repetitions, which is far smaller (``1.25 sigma / sqrt(reps)``).  kiana therefore
-uses ``sigma_run`` itself, not ``sigma_run / sqrt(reps)``, as the noise of one run's
-median: conservative, and it keeps a step of the size of the spread from being
-called (cf. Kalibera & Jones 2013, "Rigorous benchmarking in reasonable time").
+Quantile-based scale estimates of this kind are robust to the long right tail of GPU
+timings (Rousseeuw & Croux 1993, "Alternatives to the median absolute deviation",
+JASA 88; the same idea as the IQR/1.349 estimator).  kiana uses ``sigma_run`` itself,
+not ``sigma_run / sqrt(reps)``, as the measured noise of one run's median:
+conservative, and a step of the size of the spread is never called on it
+(cf. Kalibera & Jones 2013, "Rigorous benchmarking in reasonable time").
 
 Replicates
 ----------
 Several passed runs of one series in one session (:mod:`kiana.stats.sessions`) are
-pooled: the session's level is the median of their medians, and the standard
-deviation of their log medians measures run-to-run noise directly.  A session's run
-noise is the larger of the two estimates (spread, replicates), and the pooled level's
-noise is ``sigma_run / sqrt(n_runs)``.
+pooled: the session's level is the median of their medians, and the standard deviation
+of their log medians measures run-to-run noise directly.  A session's run noise is the
+larger of the two estimates, and the pooled level's measured noise is
+``sigma_run / sqrt(n_runs)``.
 
-Fallbacks (``noise_source``)
-----------------------------
-Zero spread (p20 = median = p80, common for slow kernels with few repetitions) means
-*no noise information*, not no noise.  Such a session falls back to
-
-1. ``replicates``: the dispersion of its own replicates, when there are two or more
-   distinct values;
-2. ``history``: the series' own scatter between its sessions, when it has at least
-   ``MIN_HISTORY_STEPS`` steps: ``1.4826 * median |d| / sqrt(2)`` over the
-   differences ``d`` of consecutive log levels (the MAD of a difference of two
-   independent sessions, around zero; robust to the minority of steps that really
-   moved, and, being a between-session measure, already the noise of one session);
-3. ``kernel``: the median relative spread of every other run of the same kernel,
-   pass, GPU and metric (all providers and workloads), as a noise floor;
-4. ``memory``: for memory only, a small fixed floor (peak allocations are
-   deterministic up to allocator rounding);
-5. ``none``: no information.  Such a step is ``inconclusive`` unless the change
-   exceeds ``gross_change`` (default 25%, beyond the run-to-run variation of
-   practically every GPU timing), and the evidence says so.
-
-A step's noise is ``sqrt(sigma_from^2 + sigma_to^2)`` (independent sessions) and its
-``noise_source`` is the worse of its two sides.
-
-Calibration (the empirical null)
---------------------------------
-How much a session's median really moves, relative to the within-run spread, depends
-on the harness and the machine (the median of many repetitions is steadier than one
-repetition; clocks and placement between sessions add noise).  Rather than assume
-the ratio, kiana measures it, as in Efron's empirical null (Efron 2004, "Large-scale
-simultaneous hypothesis testing: the choice of a null hypothesis", JASA 99): most
-consecutive steps change nothing, so the robust scale of their z-scores
-(``1.4826 * MAD`` of ``ln(b/a) / sqrt(sigma_a^2 + sigma_b^2)`` over every step with
-spreads on both sides) is the factor ``noise_scale`` by which the spread model over-
-or understates the real noise.  The MAD ignores the minority of steps that really
-moved (it breaks down only at 50% contamination).  It needs at least
-``MIN_CALIBRATION_STEPS`` steps, else the factor is 1, and it is clamped to
-[0.25, 4].  Spread-based sigmas (and the kernel floor) are multiplied by it;
-replicate dispersion, a direct measurement, is not.
+Sources (``noise_source``)
+--------------------------
+``spread`` or ``replicates`` when measured; ``exact`` for memory with p20 = p80 (peak
+allocations are deterministic up to allocator rounding: nothing to measure);
+``single`` for a latency session whose runs all have p20 = median = p80: ``do_bench``
+took **one sample**, and its zero spread says nothing about the noise.  Such a session
+has no measured part at all (the calibration keeps single-sample steps apart, because
+one sample moves far more between sittings than a median of many); earlier kiana lent
+it the spread of faster runs of the kernel, which made a 3% move between two single
+samples look like seven noise units.  A step's source is the worse of its two sides
+(:data:`kiana.vocabulary.NOISE_SOURCES`).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from kiana.stats.options import JudgeOptions, series_window
+from kiana.stats.options import JudgeOptions
 from kiana.vocabulary import source_rank
 
 #: p80 - p20 of a standard normal distribution: 2 * Phi^-1(0.8).
@@ -99,101 +74,33 @@ def run_noise(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-MIN_CALIBRATION_STEPS = 30
-SCALE_BOUNDS = (0.25, 4.0)
-
-
-def noise_scale(points: pl.DataFrame) -> tuple[float, int]:
-    """The empirical-null factor (see the module docstring) and the number of steps
-    it rests on, from the per-version points of :func:`kiana.stats.series.points`
-    (sorted by series and session, as that function returns them)."""
-    keys = series_window(points)
-    sigma = pl.col("spread_sigma") / pl.col("n_runs").cast(pl.Float64).sqrt()
-    z = (
-        points.with_columns(sigma.alias("_s"))
-        .with_columns(
-            (
-                (pl.col("log_median") - pl.col("log_median").shift(1).over(keys))
-                / (pl.col("_s").pow(2) + pl.col("_s").shift(1).over(keys).pow(2)).sqrt()
-            ).alias("_z")
-        )
-        .filter(pl.col("_z").is_finite())["_z"]
-    )
-    if z.len() < MIN_CALIBRATION_STEPS:
-        return 1.0, int(z.len())
-    center = z.median()
-    assert isinstance(center, float)
-    mad = (z - center).abs().median()
-    assert isinstance(mad, float)
-    scale = min(max(1.4826 * mad, SCALE_BOUNDS[0]), SCALE_BOUNDS[1])
-    return scale, int(z.len())
-
-
-def kernel_floor(runs: pl.DataFrame) -> pl.DataFrame:
-    """Noise floor per kernel, pass, GPU and metric: the median positive relative
-    spread of all its runs, as a sigma (``floor_sigma``), and how many runs it rests on."""
-    return runs.group_by("kernel", "pass", "gpu", "metric").agg(
-        (pl.col("rel_spread").median() / SPREAD_TO_SIGMA).alias("floor_sigma"),
-        pl.col("rel_spread").count().alias("floor_runs"),
-    )
-
-
-MIN_HISTORY_STEPS = 3
-
-
-def history_noise(points: pl.DataFrame) -> pl.DataFrame:
-    """Add ``history_sigma``: the series' own between-session scatter (see the module
-    docstring), null with fewer than ``MIN_HISTORY_STEPS`` steps or no scatter."""
-    window = series_window(points)
-    diff = (pl.col("log_median") - pl.col("log_median").shift(1).over(window)).abs()
-    with_diff = points.with_columns(diff.alias("_d"))
-    sigma = (pl.col("_d").median() * 1.4826 / 2.0**0.5).over(window)
-    count = pl.col("_d").count().over(window)
-    return with_diff.with_columns(
-        pl.when((count >= MIN_HISTORY_STEPS) & (sigma > 0))
-        .then(sigma)
-        .otherwise(None)
-        .alias("history_sigma")
-    ).drop("_d")
-
-
-def session_noise(
-    points: pl.DataFrame, floors: pl.DataFrame, options: JudgeOptions, scale: float = 1.0
-) -> pl.DataFrame:
-    """Add ``sigma`` (noise of the pooled level, relative) and ``noise_source`` to the
-    per-session points of :func:`kiana.stats.series.points`; spread-based sigmas are
-    multiplied by ``scale`` (:func:`noise_scale`)."""
-    points = history_noise(points).with_columns(pl.col("spread_sigma") * scale)
-    floors = floors.with_columns(pl.col("floor_sigma") * scale)
+def measured_noise(points: pl.DataFrame, options: JudgeOptions | None = None) -> pl.DataFrame:
+    """Add ``measured`` (the measured noise of the pooled level, relative; 0 when
+    nothing was measured) and ``noise_source`` (module docstring) to the points of
+    :func:`kiana.stats.series.points`.  With the calibration off
+    (``options.calibrate``), nothing else will be added: a single sample is ``none``
+    and an exact memory point gets ``options.memory_noise_floor`` (allocator rounding)."""
+    calibrated = options is None or options.calibrate
     own = pl.max_horizontal("spread_sigma", "replicate_sigma")
     n = pl.col("n_runs").cast(pl.Float64).sqrt()
-    joined = points.join(
-        floors, on=["kernel", "pass", "gpu", "metric"], how="left", maintain_order="left"
-    )
-    return joined.with_columns(
+    memory = pl.col("metric") == "memory"
+    floor = 0.0 if calibrated or options is None else options.memory_noise_floor
+    return points.with_columns(
         pl.when(own.is_not_null())
         .then(own / n)
-        .when(pl.col("history_sigma").is_not_null())
-        .then(pl.col("history_sigma"))
-        .when(pl.col("floor_sigma").is_not_null())
-        .then(pl.col("floor_sigma") / n)
-        .when(pl.col("metric") == "memory")
-        .then(pl.lit(options.memory_noise_floor) / n)
-        .otherwise(None)
-        .alias("sigma"),
+        .when(memory)
+        .then(pl.lit(floor) / n)
+        .otherwise(0.0)
+        .alias("measured"),
         pl.when(pl.col("spread_sigma").is_not_null() & (own == pl.col("spread_sigma")))
         .then(pl.lit("spread"))
         .when(pl.col("replicate_sigma").is_not_null())
         .then(pl.lit("replicates"))
-        .when(pl.col("history_sigma").is_not_null())
-        .then(pl.lit("history"))
-        .when(pl.col("floor_sigma").is_not_null())
-        .then(pl.lit("kernel"))
-        .when(pl.col("metric") == "memory")
-        .then(pl.lit("memory"))
-        .otherwise(pl.lit("none"))
+        .when(memory)
+        .then(pl.lit("exact"))
+        .otherwise(pl.lit("single" if calibrated else "none"))
         .alias("noise_source"),
-    ).drop("floor_sigma", "floor_runs", "history_sigma")
+    )
 
 
 def worse_source(a: str, b: str) -> pl.Expr:

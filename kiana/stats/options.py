@@ -41,11 +41,13 @@ class JudgeOptions:
         the smallest change it could have separated (``separation * noise``) exceeds
         ``resolution * threshold``: we could not have seen a regression that matters.
     memory_noise_floor
-        Relative noise assumed for memory runs without any spread: peak allocations
-        are deterministic up to allocator rounding.
+        With the calibration off only: the relative noise assumed for a memory point
+        without any spread (peak allocations are deterministic up to allocator rounding).
     calibrate
-        Scale spread-based noise by the empirical null of all steps
-        (:func:`kiana.stats.noise.noise_scale`); off: trust the spreads as they are.
+        Measure the session-to-session noise on the runs judged
+        (:mod:`kiana.stats.calibration`) and add it to what the spreads and replicates
+        measured; off: trust the spreads as they are (the old model, for tests and for
+        comparison).
     changepoint_min_points, changepoint_min_size, changepoint_max_pvalue
         Change points are searched in series of at least ``min_points`` sessions,
         with segments of at least ``min_size`` sessions, accepted at ``max_pvalue``.

@@ -8,9 +8,10 @@ into it and "+70%" out of it, each a maintainer's wasted hour.
 Rule, for a session ``i`` with a session before (``i-1``) and after (``i+1``) in its
 series (consecutive steps only, not with ``--baseline``):
 
-* both steps around it are beyond the noise on their own (raw verdict regression or
-  improvement: the series' own noise, replicates, history or size), in opposite
-  directions, and both at least ``resolution * threshold`` (9% by default): a small
+* both steps around it are beyond the noise of one workload between two sessions
+  (``separation`` times the step's per-workload noise, measured and calibrated; the
+  sitting offset left out, since a whole session off and back is an outlier whatever
+  moved it) and the threshold, in opposite directions, and both at least ``resolution * threshold`` (9% by default): a small
   dip and return is as likely a change and its revert, and a maintainer wants to see a
   real 8% regression even when the next release undid it; glitches are large;
 * the series comes back: the level of ``i+1`` is within half the smaller jump of the
@@ -19,9 +20,10 @@ series (consecutive steps only, not with ``--baseline``):
   sweep either took both steps with it (a whole session off and back) or neither (one
   workload off and back).  A workload that moved alone and came back when the whole
   sweep moved the other way is two changes, not an outlier;
-* its same-session control did not move with it: the control's own step is not in
-  the same direction by half the jump or more (``ln`` ratios), on both steps, or there
-  is no control.  A control that moved with it explains the session as the machine's
+* its same-session control did not move with it
+  (:func:`kiana.stats.controls.control_moved`: the same direction, half the jump or
+  more, beyond half the separation in its own noise), on both steps, or there is no
+  control.  A control that moved with it explains the session as the machine's
   (``drift``, which stands).
 
 Both steps then become ``inconclusive`` with the evidence "outlier at <session>" and
@@ -37,6 +39,7 @@ import math
 
 import polars as pl
 
+from kiana.stats.controls import control_moved
 from kiana.stats.evidence import pct
 from kiana.stats.options import JudgeOptions
 from kiana.stats.quality import QUALITY_COLUMNS
@@ -47,28 +50,45 @@ from kiana.vocabulary import FINDING_KEYS, SERIES_KEYS
 def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Steps with outlier sessions marked (see the module docstring), and one
     ``quality`` row per outlier session.  ``steps`` are in series and session order."""
-    keys = list(SERIES_KEYS)
     if steps.height == 0 or options.baseline is not None:
         return steps.with_columns(pl.lit(False).alias("outlier")), _empty_quality()
-    moved = pl.col("raw_verdict").is_in(["regression", "improvement"])
-    with_it = ((pl.col("control_log_ratio") > 0) == (pl.col("log_ratio") > 0)) & (
-        pl.col("control_log_ratio").abs() >= pl.col("log_ratio").abs() / 2
+    frame = _into(steps, options)
+    keys = list(SERIES_KEYS)
+    frame = frame.with_columns(
+        pl.col("_into").shift(1).over(keys).fill_null(False).alias("_out_of"),
+        session_label(pl.col("to_version"), pl.col("to_session")).alias("_at"),
+    ).with_columns(
+        session_label(pl.col("from_version"), pl.col("from_session")).alias("_from_at"),
+        pl.col("change").shift(1).over(keys).alias("_prev_change"),
     )
-    calm = (~with_it).fill_null(True)
+    marked = _marked(frame)
+    helpers = ["_sweep_wide", "_next_sweep_wide", "_next_lr", "_next_moved", "_next_calm", "_chained", "_last", "_into",
+               "_out_of", "_at", "_from_at", "_prev_change"]  # fmt: skip
+    return marked.drop(helpers), _quality(marked)
+
+
+def _into(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """``_into``: the step into an outlier session (module docstring), with the
+    neighbouring step's columns it rests on."""
+    keys = list(SERIES_KEYS)
+    # Beyond the noise of one workload between two sessions (the sitting offset left
+    # out: a whole session off and back is an outlier whatever moved it).
+    moved = (pl.col("log_ratio").abs() >= options.separation * pl.col("wnoise")) & (
+        pl.col("change").abs() >= options.threshold
+    )
+    calm = ~control_moved(
+        pl.col("control_log_ratio"), pl.col("control_full_noise"), pl.col("log_ratio"), options
+    )
     # Did the other workloads of the sweep take the same step?  (Their mean log ratio
     # in the same direction, at least half as large.)
     group = list(FINDING_KEYS)
     n = pl.col("log_ratio").count().over(group)
     others = (pl.col("log_ratio").sum().over(group) - pl.col("log_ratio")) / (n - 1)
+    same = ((others > 0) == (pl.col("log_ratio") > 0)) & (
+        others.abs() >= pl.col("log_ratio").abs() / 2
+    )
     steps = steps.with_columns(
-        pl.when(n > 1)
-        .then(
-            ((others > 0) == (pl.col("log_ratio") > 0))
-            & (others.abs() >= pl.col("log_ratio").abs() / 2)
-        )
-        .otherwise(False)
-        .fill_null(False)
-        .alias("_sweep_wide")
+        pl.when(n > 1).then(same).otherwise(False).fill_null(False).alias("_sweep_wide")
     )
     frame = steps.with_columns(
         pl.col("_sweep_wide").shift(-1).over(keys).alias("_next_sweep_wide"),
@@ -79,26 +99,23 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         pl.col("to_session").shift(-1).over(keys).is_null().alias("_last"),
     )
     lr, nxt = pl.col("log_ratio"), pl.col("_next_lr")
-    big = math.log1p(options.resolution * options.threshold)
+    smaller = pl.min_horizontal(lr.abs(), nxt.abs())
     into = (
         pl.col("_chained").fill_null(False)
         & moved
         & pl.col("_next_moved").fill_null(False)
         & ((lr > 0) != (nxt > 0))
-        & ((lr + nxt).abs() <= pl.min_horizontal(lr.abs(), nxt.abs()) / 2)
-        & (pl.min_horizontal(lr.abs(), nxt.abs()) >= big)
+        & ((lr + nxt).abs() <= smaller / 2)
+        & (smaller >= math.log1p(options.resolution * options.threshold))
         & calm
         & pl.col("_next_calm").fill_null(False)
         & (pl.col("_sweep_wide") == pl.col("_next_sweep_wide"))
     ).fill_null(False)
-    frame = frame.with_columns(into.alias("_into"))
-    frame = frame.with_columns(
-        pl.col("_into").shift(1).over(keys).fill_null(False).alias("_out_of"),
-        session_label(pl.col("to_version"), pl.col("to_session")).alias("_at"),
-    ).with_columns(
-        session_label(pl.col("from_version"), pl.col("from_session")).alias("_from_at"),
-        pl.col("change").shift(1).over(keys).alias("_prev_change"),
-    )
+    return frame.with_columns(into.alias("_into"))
+
+
+def _marked(frame: pl.DataFrame) -> pl.DataFrame:
+    """``outlier``, verdicts and evidence of the steps into and out of an outlier."""
     flagged = pl.col("verdict").is_in(["regression", "improvement", "drift"])
 
     def note(at: str, change: str, back: str) -> pl.Expr:
@@ -118,7 +135,7 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         .otherwise(pl.lit(""))
     )
     touched = pl.col("_into") | pl.col("_out_of")
-    marked = frame.with_columns(
+    return frame.with_columns(
         touched.alias("outlier"),
         pl.when(touched & flagged & (pl.col("verdict") != "drift"))
         .then(pl.lit("inconclusive"))
@@ -132,7 +149,11 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
             .otherwise(pl.lit(""))
         ).alias("evidence"),
     )
-    quality = (
+
+
+def _quality(marked: pl.DataFrame) -> pl.DataFrame:
+    """One ``quality`` row per outlier session."""
+    return (
         marked.filter(pl.col("_into"))
         .with_columns(
             pl.lit("outlier").alias("kind"),
@@ -148,9 +169,6 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
         )
         .select(QUALITY_COLUMNS)
     )
-    helpers = ["_sweep_wide", "_next_sweep_wide", "_next_lr", "_next_moved", "_next_calm", "_chained", "_last", "_into",
-               "_out_of", "_at", "_from_at", "_prev_change"]  # fmt: skip
-    return marked.drop(helpers), quality
 
 
 def _empty_quality() -> pl.DataFrame:

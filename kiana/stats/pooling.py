@@ -30,10 +30,14 @@ from kiana.vocabulary import FINDING_KEYS
 KEYS = list(FINDING_KEYS)
 
 
-def pool(steps: pl.DataFrame, y: pl.Expr, s: pl.Expr, prefix: str) -> pl.DataFrame:
-    """DerSimonian-Laird pooled estimate per finding: ``{prefix}_mu``, ``_se``,
-    ``_tau`` and ``_k`` (workloads with a log ratio and a positive noise)."""
-    valid = steps.select(*KEYS, y.alias("_y"), s.alias("_s")).filter(
+def pool(
+    steps: pl.DataFrame, y: pl.Expr, s: pl.Expr, prefix: str, offset_var: pl.Expr | None = None
+) -> pl.DataFrame:
+    """DerSimonian-Laird pooled estimate per finding: ``{prefix}_mu``, ``_se``
+    (with the mean ``offset_var`` of the steps added), ``_tau`` and ``_k`` (workloads
+    with a log ratio and a positive noise)."""
+    off = pl.lit(0.0) if offset_var is None else offset_var.fill_null(0.0)
+    valid = steps.select(*KEYS, y.alias("_y"), s.alias("_s"), off.alias("_o")).filter(
         pl.col("_y").is_not_null() & (pl.col("_s") > 0) & pl.col("_s").is_finite()
     )
     w = 1.0 / pl.col("_s").pow(2)
@@ -54,25 +58,28 @@ def pool(steps: pl.DataFrame, y: pl.Expr, s: pl.Expr, prefix: str) -> pl.DataFra
     sums = sums.with_columns(tau2.alias("_tau2")).select(*KEYS, "_k", "_tau2")
     wr = 1.0 / (pl.col("_s").pow(2) + pl.col("_tau2"))
     pooled = (
-        valid.join(sums, on=KEYS, how="inner", nulls_equal=True)
+        valid.join(sums, on=KEYS, how="inner", nulls_equal=True, maintain_order="left")
         .group_by(KEYS)
         .agg(
             (wr * pl.col("_y")).sum().alias("_wy"),
             wr.sum().alias("_w"),
             pl.col("_tau2").first(),
             pl.col("_k").first(),
+            pl.col("_o").mean(),
         )
     )
     return pooled.select(
         *KEYS,
         (pl.col("_wy") / pl.col("_w")).alias(f"{prefix}_mu"),
-        (1.0 / pl.col("_w")).sqrt().alias(f"{prefix}_se"),
+        (1.0 / pl.col("_w") + pl.col("_o")).sqrt().alias(f"{prefix}_se"),
         pl.col("_tau2").sqrt().alias(f"{prefix}_tau"),
         pl.col("_k").cast(pl.Int64).alias(f"{prefix}_k"),
     )
 
 
-def pool_reference(ys: list[float], ss: list[float]) -> tuple[float, float, float]:
+def pool_reference(
+    ys: list[float], ss: list[float], offset: float = 0.0
+) -> tuple[float, float, float]:
     """``(mu, se, tau)`` of one finding by the formulas, with plain loops."""
     pairs = [(y, s) for y, s in zip(ys, ss, strict=True) if s > 0]
     k = len(pairs)
@@ -83,13 +90,64 @@ def pool_reference(ys: list[float], ss: list[float]) -> tuple[float, float, floa
     tau2 = max(0.0, (q - (k - 1)) / c) if k > 1 and c > 0 else 0.0
     wr = [1 / (s**2 + tau2) for _, s in pairs]
     mu = sum(wi * y for wi, (y, _) in zip(wr, pairs, strict=True)) / sum(wr)
-    return mu, math.sqrt(1 / sum(wr)), math.sqrt(tau2)
+    return mu, math.sqrt(1 / sum(wr) + offset**2), math.sqrt(tau2)
+
+
+def deviation(y: pl.Expr, s: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """``(dev, se, k)`` of each step: its log ratio minus the fixed-effect mean of the
+    other workloads of its finding, that difference's standard error, and the number
+    of workloads with noise."""
+    valid = y.is_not_null() & (s > 0)
+    w = pl.when(valid).then(1.0 / s.pow(2)).otherwise(0.0)
+    wy = pl.when(valid).then(w * y).otherwise(0.0)
+    rest_w = w.sum().over(KEYS) - w
+    rest_mu = (wy.sum().over(KEYS) - wy) / rest_w
+    k = valid.cast(pl.Int64).sum().over(KEYS)
+    se = pl.when(valid & (rest_w > 0)).then((s.pow(2) + 1.0 / rest_w).sqrt())
+    return pl.when(valid & (rest_w > 0)).then(y - rest_mu), se, k
+
+
+def lone(y: pl.Expr, s: pl.Expr, separation: float, threshold: float) -> pl.Expr:
+    """True for a step (``y`` its log ratio, ``s`` its per-workload noise) far beyond the
+    rest of its sweep: its :func:`deviation` reaches :func:`lone_z` standard errors (the
+    sitting offset, shared by every workload, cancels in it), both the step and its
+    deviation reach the threshold, and they point the same way."""
+    dev, se, k = deviation(y, s)
+    practical = math.log1p(threshold)
+    big = (y.abs() >= practical) & (dev.abs() >= practical)
+    beyond = (k > 1) & ((dev / se).abs() >= lone_z(k, separation))
+    return (big & beyond & ((dev > 0) == (y > 0))).fill_null(False)
+
+
+def lone_reference(
+    ys: list[float], ss: list[float], separation: float, threshold: float
+) -> list[bool]:
+    """:func:`lone` for one sweep, with plain loops."""
+    k = len(ys)
+    cut = NormalDist().inv_cdf(1.0 - (1.0 - NormalDist().cdf(separation)) / k)
+    out = []
+    for i, (y, s) in enumerate(zip(ys, ss, strict=True)):
+        others = [(ys[j], ss[j]) for j in range(k) if j != i]
+        if not others:
+            out.append(False)
+            continue
+        rest_w = sum(1 / sj**2 for _, sj in others)
+        rest_mu = sum(yj / sj**2 for yj, sj in others) / rest_w
+        z = (y - rest_mu) / math.sqrt(s**2 + 1 / rest_w)
+        big = abs(y) >= math.log1p(threshold) and abs(y - rest_mu) >= math.log1p(threshold)
+        out.append(big and abs(z) >= cut and (y - rest_mu > 0) == (y > 0))
+    return out
+
+
+def lone_cut(k: int, separation: float) -> float:
+    """The Bonferroni-corrected separation for one workload of ``k``: the normal
+    quantile of ``1 - p / 2k``, ``p`` the two-sided tail of ``separation``."""
+    return NormalDist().inv_cdf(1.0 - (1.0 - NormalDist().cdf(separation)) / k)
 
 
 def lone_z(k: pl.Expr, separation: float) -> pl.Expr:
     """The Bonferroni-corrected separation for ``k`` workloads (see the docstring)."""
-    tail = 2.0 * (1.0 - NormalDist().cdf(separation))
-    table = {n: NormalDist().inv_cdf(1.0 - tail / (2.0 * n)) for n in range(1, 257)}
+    table = {n: lone_cut(n, separation) for n in range(1, 257)}
     return k.clip(1, 256).replace_strict(table, return_dtype=pl.Float64)
 
 

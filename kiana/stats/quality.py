@@ -1,5 +1,9 @@
 """Data quality: sessions that were not judged, and why.
 
+Three kinds: ``conflict`` (below), ``outlier`` (one session off its neighbours and
+back, :mod:`kiana.stats.outliers`) and ``rerun`` (an A/A pair, the same code measured
+twice: a noise measurement, :mod:`kiana.stats.reruns`).
+
 A session's replicates (one provider's runs of one partition in one sitting, see
 :mod:`kiana.stats.sessions`) must agree within their noise.  When they disagree far
 beyond it (``conflict``), they are most likely two different things under one name:

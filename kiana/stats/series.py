@@ -52,6 +52,9 @@ def points(
 ) -> pl.DataFrame:
     """One row per series and session: the pooled level and its raw noise estimates.
 
+    ``versions`` gives each label's ``version_rank`` (per GPU when it has a ``gpu``
+    column, :func:`kiana.stats.versions.gpu_version_ranks`).
+
     Columns: the series keys and labels, ``liger_version``, ``version_rank``,
     ``session`` (id), ``first_observed_at``, ``last_observed_at``, ``n_runs``,
     ``median`` (median of the runs' medians), ``log_median``, ``p20``, ``p80``
@@ -63,9 +66,8 @@ def points(
     and ``series_id`` (an integer per series in the order of its keys; absent when a
     key is null), sorted by series, version and session time.
     """
-    ranked = runs.join(
-        versions.select("liger_version", "version_rank"), on="liger_version", how="left"
-    )
+    on = ["gpu", "liger_version"] if "gpu" in versions.columns else ["liger_version"]
+    ranked = runs.join(versions.select(*on, "version_rank"), on=on, how="left")
     series = _series_ids(ranked)
     point = ["version_rank", ORIGIN, "session_start"]
     if series is None:  # a null key: group by the strings themselves (slower, same result)

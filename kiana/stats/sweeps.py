@@ -4,371 +4,368 @@ the pooled evidence of every workload of its sweep.
 The sweep is the evidence.  Six workloads that all moved 4% say more than any one of
 them, even when none passes its own gate; one workload that moved 30% while the rest
 stayed flat is a change of that workload.  Counting per-workload verdicts gets both
-wrong, so a finding's verdict comes from one estimate of the common change.
+wrong, so a finding's verdict comes from pooled estimates (:mod:`kiana.stats.pooling`):
 
-Pooled estimate (random effects)
---------------------------------
-For the ``k`` workloads with noise information, ``y_i`` is the step's log ratio
-(control-adjusted for Liger providers with a control, :mod:`kiana.stats.controls`)
-and ``s_i`` its noise.  The common change is the DerSimonian-Laird random-effects
-mean (DerSimonian & Laird 1986, "Meta-analysis in clinical trials", Controlled
-Clinical Trials 7; Borenstein et al. 2009, "Introduction to Meta-Analysis", ch. 12):
+* ``raw``: the provider's own log ratios, DerSimonian-Laird pooled, with the
+  calibrated sitting offset in its standard error (:mod:`kiana.stats.calibration`);
+* ``adj``: the same of the control-adjusted log ratios (Liger with a control,
+  :mod:`kiana.stats.controls`), with both providers' sitting offsets;
+* ``ctl``: the control's own.
 
-    w_i   = 1 / s_i^2,  mu_FE = sum w_i y_i / sum w_i
-    Q     = sum w_i (y_i - mu_FE)^2,   C = sum w_i - sum w_i^2 / sum w_i
-    tau^2 = max(0, (Q - (k - 1)) / C)          (workload-to-workload scatter)
-    mu    = sum y_i / (s_i^2 + tau^2) / sum 1 / (s_i^2 + tau^2)
-    se    = sqrt(1 / sum 1 / (s_i^2 + tau^2))
+An estimate is *flagged* when it is separated from zero (``|mu| >= separation * se``)
+and reaches the threshold within one standard error (``|mu| + se >= ln(1 +
+threshold)``).  The verdict is the first rule of :func:`rules` whose condition holds;
+each rule also says which change the verdict rests on (``change``, ``change_se``,
+``adjusted``), which workloads carry it (``workloads``) and the first clause of the
+evidence, in plain words.  In order:
 
-so the uncertainty includes both the noise of each step and the scatter between
-workloads: a sweep that agrees pools to a tight estimate, a sweep that disagrees
-does not.
+==================  =====================================================================
+``outlier``         every step touches an outlier session (:mod:`kiana.stats.outliers`):
+                    ``inconclusive``
+``benchmark``       a baseline whose benchmark changed (:mod:`kiana.stats.codechanges`)
+                    moved: its own regression or improvement, never ``drift``
+``baseline_memory`` a baseline's memory moved: the benchmark changed (memory does not
+                    move with the machine), never ``drift``
+``baseline``        a baseline's latency moved: ``drift`` (a drift indicator)
+``memory``          Liger's memory moved: its change, whatever the control did
+``unguarded``       Liger moved and its benchmark changed: judged without a control
+``control_alone``   the adjusted change is flagged but Liger's own is not, and the
+                    control moved the other way: the baseline changed, not Liger
+                    (``unchanged`` or ``inconclusive`` on Liger's own change)
+``adjusted``        the control-adjusted change is flagged: Liger's change
+``drift``           Liger moved by at least the threshold and its control moved with it
+                    (:func:`kiana.stats.controls.control_moved`), the adjusted change is
+                    not flagged: the machine moved
+``raw``             Liger moved and its control did not move with it (or there is none)
+``lone``            the sweep did not move, one workload far beyond the rest of it did
+                    (:func:`kiana.stats.pooling.lone`; a minority: at most
+                    ``max(1, (k - 1) // 2)`` of ``k``): a change of that workload
+``gross``           no noise information, every workload moved ``gross_change`` (25%)
+                    the same way: called on size alone
+``unchanged``       the estimate could have separated ``resolution * threshold`` (9%)
+``inconclusive``    otherwise, with ``reruns``: runs per session (each side) that would
+                    bring the noise part of the standard error to ``ln(1 + threshold) /
+                    separation`` (null when the scatter between workloads or the sitting
+                    offset alone is too large: reruns will not resolve it)
+==================  =====================================================================
 
-Verdict
--------
-* The sweep moved (``regression`` / ``improvement``) when ``|mu| / se >= separation``
-  (default 3) and the change is practically relevant: ``|mu| + se >= ln(1 +
-  threshold)``, i.e. a change of the threshold's size lies within one standard error
-  of the estimate.  For Liger providers the drift rule of :mod:`kiana.stats.steps`
-  applies to the pooled raw, adjusted and control estimates: a raw move that the
-  control explains (adjusted not flagged the same way, control moved the same way by
-  ``separation / 2`` of its own standard error) is ``drift``; a baseline provider's
-  move is always ``drift`` (a drift indicator).
-* Otherwise one workload far beyond its noise, while the sweep as a whole did not
-  move, is a change of that workload: a step whose own verdict is flagged, with
-  ``|z_i| >= z_k`` where ``z_k`` is the Bonferroni-corrected separation for ``k``
-  workloads (the normal quantile of ``1 - p / 2k``, ``p`` the two-sided tail of
-  ``separation``: 3.0 for one workload, 3.5 for six), names the finding's
-  ``workloads`` and gives it its verdict.
-* Otherwise ``unchanged`` when the pooled estimate could have separated a change of
-  ``resolution * threshold`` (``separation * se <= ln(1 + resolution * threshold)``),
-  else ``inconclusive``, with ``reruns``: how many runs per session (each side)
-  would bring ``se`` down to ``ln(1 + threshold) / separation`` at the noise measured
-  (noise shrinks with the square root of the runs; workload scatter does not, and
-  then no number of reruns helps: ``reruns`` is null and the evidence says so).
-* Without noise information on any workload, a finding is called on size alone only
-  when every workload moved the same way by at least ``gross_change``.
-* Steps into or out of an outlier session (:mod:`kiana.stats.outliers`) are no
-  evidence: they leave the pooled estimate and the lone rule, and a finding whose every
-  step touches one is ``inconclusive`` ("outlier session").
-
-``workloads_affected`` counts the steps with the finding's verdict (votes, for
-display only), ``confidence`` is the exact one-sided sign test of the sweep's
-direction (Conover, "Practical Nonparametric Statistics", 3.4), ``impact`` ranks
-findings of one verdict.  The pooling itself is in :mod:`kiana.stats.pooling`, with
-its slow reference.
+Steps into or out of an outlier session are no evidence: they leave every estimate.
+``workloads`` lists the workloads whose step (on the finding's basis) moved the
+finding's way, ``workloads_affected`` counts them (0 for ``unchanged`` and
+``inconclusive``); ``worst_change`` is the step farthest that way (for ``unchanged``
+and ``inconclusive``: farthest from zero), on the same basis as ``change``;
+``confidence`` is the exact one-sided sign test of the sweep's direction (Conover,
+"Practical Nonparametric Statistics", 3.4); ``impact`` ranks findings of one verdict.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from kiana.stats.evidence import evidence, fold_baselines
+from kiana.stats.aggregate import aggregate
+from kiana.stats.controls import control_moved
+from kiana.stats.evidence import control_clause, finding_noise, fold_baselines, pct
 from kiana.stats.options import JudgeOptions
-from kiana.stats.pooling import KEYS, lone_z, pool, sign_confidence
-from kiana.vocabulary import FINDING_KEYS, VERDICTS, source_rank, verdict_rank
+from kiana.stats.pooling import KEYS, sign_confidence
+from kiana.vocabulary import FINDING_KEYS, verdict_rank
 
 #: The columns of ``Judgement.findings``, in order.
 FINDING_COLUMNS: tuple[str, ...] = (
-    *FINDING_KEYS,
-    "from_origin",
-    "to_origin",
-    "from_observed_at",
-    "to_observed_at",
-    "verdict",
-    "change",
-    "change_se",
-    "severity",
-    "raw_change",
-    "control_provider",
-    "control_change",
-    "scatter",
-    "workloads",
-    "workloads_affected",
-    "workloads_total",
-    "workloads_with_noise",
-    "median_change",
-    "worst_change",
-    "confidence",
-    "impact",
-    "reruns",
-    "noise_source",
-    "is_liger",
-    "single_run",
-    "folded",
-    "evidence",
-)
+    *FINDING_KEYS, "from_origin", "to_origin", "from_observed_at", "to_observed_at",
+    "verdict", "basis", "change", "change_se", "severity", "adjusted", "raw_change",
+    "control_provider", "control_change", "scatter", "workloads", "workloads_affected",
+    "workloads_total", "workloads_with_noise", "median_change", "worst_change",
+    "confidence", "impact", "reruns", "noise_source", "workload_noise",
+    "workload_noise_samples", "workload_noise_tail", "sitting_noise",
+    "sitting_noise_samples", "sitting_noise_tail", "noise_bounded", "single_samples",
+    "benchmark_changed", "benchmark_note", "is_liger", "single_run", "folded", "evidence",
+)  # fmt: skip
 
 
-def _rel(log: pl.Expr) -> pl.Expr:
-    return log.exp() - 1.0
+@dataclass(frozen=True)
+class Rule:
+    """One basis of a finding: a row of the table of :func:`rules` (in the shape of
+    :data:`kiana.load.validate.CHECKS`: the first row whose condition holds decides)."""
+
+    name: str
+    when: pl.Expr  #: the condition; the first rule that holds decides
+    verdict: pl.Expr
+    change: pl.Expr  #: the log change the verdict rests on
+    se: pl.Expr  #: its standard error
+    adjusted: pl.Expr  #: whether that change is control-adjusted
+    workloads: pl.Expr  #: the workloads that carry it (comma-separated), null for none
+    sentence: pl.Expr  #: the first clause of the evidence
 
 
-def _flagged(mu: str, se: str, options: JudgeOptions) -> pl.Expr:
-    """Pooled two-gate rule: separated from zero and practically relevant."""
-    practical = math.log1p(options.threshold)
+def _flag(mu: str, se: str, options: JudgeOptions) -> pl.Expr:
+    """Separated from zero and reaching the threshold within one standard error."""
     m, s = pl.col(mu), pl.col(se)
-    return ((s > 0) & (m.abs() >= options.separation * s) & (m.abs() + s >= practical)).fill_null(
-        False
+    practical = m.abs() + s >= math.log1p(options.threshold)
+    return ((s > 0) & (m.abs() >= options.separation * s) & practical).fill_null(False)
+
+
+def _direction(mu: pl.Expr) -> pl.Expr:
+    return pl.when(mu > 0).then(pl.lit("regression")).otherwise(pl.lit("improvement"))
+
+
+def _est(mu: pl.Expr, se: pl.Expr) -> pl.Expr:
+    """``-10.6% ± 0.9%`` of a log estimate and its standard error."""
+    return pct(mu.exp() - 1.0) + pl.lit(" ± ") + pct(se, signed=False)
+
+
+def _text(*parts: str | pl.Expr) -> pl.Expr:
+    """A sentence of literal strings and expressions."""
+    return pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
+
+
+def _on(basis: str) -> dict[str, pl.Expr]:
+    """The change, standard error, ``adjusted`` flag and carrying workloads of a rule
+    that rests on the ``raw`` or ``adj`` pooled estimate."""
+    mu = pl.col(f"{basis}_mu")
+    names = (
+        pl.when(mu > 0).then(pl.col(f"_{basis}_up_names")).otherwise(pl.col(f"_{basis}_down_names"))
     )
+    return {
+        "change": mu,
+        "se": pl.col(f"{basis}_se"),
+        "adjusted": pl.lit(basis == "adj"),
+        "workloads": names,
+    }
 
 
-def _direction(mu: str) -> pl.Expr:
-    return pl.when(pl.col(mu) > 0).then(pl.lit("regression")).otherwise(pl.lit("improvement"))
+def rules(options: JudgeOptions) -> tuple[Rule, ...]:
+    """The rule table (module docstring), for these options."""
+    raw, adj, ctl = pl.col("raw_mu"), pl.col("adj_mu"), pl.col("ctl_mu")
+    raw_est, adj_est = _est(raw, pl.col("raw_se")), _est(adj, pl.col("adj_se"))
+    ctl_est = _est(ctl, pl.col("ctl_se"))
+    R, A = _flag("raw_mu", "raw_se", options), _flag("adj_mu", "adj_se", options)
+    liger, memory = pl.col("is_liger"), pl.col("metric") == "memory"
+    changed, has_adj = pl.col("benchmark_changed"), adj.is_not_null()
+    moved_with = control_moved(ctl, pl.col("ctl_se"), raw, options)
+    moved_alone = control_moved(ctl, pl.col("ctl_se"), -adj, options)
+    basis = {
+        "change": pl.when(has_adj).then(adj).otherwise(raw),
+        "se": pl.when(has_adj).then(pl.col("adj_se")).otherwise(pl.col("raw_se")),
+        "adjusted": has_adj, "workloads": pl.lit(None, pl.String),
+    }  # fmt: skip
+    span = math.log1p(options.resolution * options.threshold)
+    resolvable = (options.separation * basis["se"] <= span).fill_null(False)
+    raw_resolvable = (options.separation * pl.col("raw_se") <= span).fill_null(False)
+    who, control = pl.col("provider"), pl.col("control_provider")
+    machine = ~liger & ~memory & ~changed  # a baseline whose move is the machine's
+
+    def drift_or(mu: pl.Expr) -> pl.Expr:
+        return pl.when(machine).then(pl.lit("drift")).otherwise(_direction(mu))
+
+    lone = pl.col("_lone_mu")
+    t, w = f"{options.threshold:.0%}", f"{options.resolution * options.threshold:.0%}"
+    gross = f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone"
+    return (
+        Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), **basis,
+             sentence=_text("every workload's step touches an outlier session (one session off its neighbours and back at the next): not a change")),
+        Rule("benchmark", ~liger & changed & R, _direction(raw), **_on("raw"),
+             sentence=_text(who, " moved ", raw_est, " and its benchmark changed between sessions: ", pl.col("benchmark_note").fill_null(""))),
+        Rule("baseline_memory", ~liger & memory & R, _direction(raw), **_on("raw"),
+             sentence=_text(who, "'s memory moved ", raw_est, ": a baseline's memory does not move with the machine, so its benchmark changed")),
+        Rule("baseline", ~liger & R, pl.lit("drift"), **_on("raw"),
+             sentence=_text(who, " moved ", raw_est, " over the sweep: a baseline's move is the machine's (a drift indicator)")),
+        Rule("memory", liger & memory & R, _direction(raw), **_on("raw"),
+             sentence=_text(who, "'s memory moved ", raw_est, " over the sweep",
+                            pl.when(moved_with).then(_text("; its control ", control, " moved ", pct(ctl.exp() - 1.0),
+                                                           " too: memory does not move with the machine, so the benchmark may have changed"))
+                            .otherwise(pl.lit("")))),
+        Rule("unguarded", liger & changed & R, _direction(raw), **_on("raw"),
+             sentence=_text(who, " moved ", raw_est, "; benchmark changed between sessions: ",
+                            pl.col("benchmark_note").fill_null(""), ", so its baselines are no control")),
+        Rule("control_alone", liger & A & ~R & moved_alone,
+             pl.when(raw_resolvable).then(pl.lit("unchanged")).otherwise(pl.lit("inconclusive")),
+             **(_on("raw") | {"workloads": pl.lit(None, pl.String)}),
+             sentence=_text("its control ", control, " moved alone (", ctl_est, ") while ", who, " stayed flat (", raw_est,
+                            "): a change of the baseline, not of Liger")),
+        Rule("adjusted", liger & A, _direction(adj), **_on("adj"),
+             sentence=_text(who, " moved ", adj_est, " against its control ", control, " (", pct(ctl.exp() - 1.0), ")")),
+        Rule("drift", liger & has_adj & R & (raw.abs() >= math.log1p(options.threshold)) & moved_with, pl.lit("drift"), **_on("raw"),
+             sentence=_text("the machine moved, not the kernel: ", who, " ", raw_est, " and its control ", control, " ", ctl_est,
+                            " (adjusted ", adj_est, ")")),
+        Rule("raw", R & ~(has_adj & moved_with), _direction(raw), **_on("raw"),
+             sentence=_text(who, " moved ", raw_est,
+                            pl.when(has_adj).then(_text(" while its control ", control, " did not move with it (", pct(ctl.exp() - 1.0), ")"))
+                            .otherwise(pl.lit(" over the sweep (no control measured the machine)")))),
+        Rule("lone", pl.col("_lone_n") > 0, drift_or(lone), change=lone, se=pl.col("_lone_se"),
+             adjusted=pl.col("_lone_adjusted"), workloads=pl.col("_lone_names"),
+             sentence=_text(pl.col("_lone_n").cast(pl.String), " of ", pl.col("workloads_total").cast(pl.String),
+                            " workload(s) moved far beyond the rest of the sweep: ", pl.col("_lone_names"), " ",
+                            _est(lone, pl.col("_lone_se")), " against the others (its own change ",
+                            pct(pl.col("_lone_own").exp() - 1.0), "); the sweep as a whole did not move (",
+                            _est(basis["change"], basis["se"]), ")")),
+        Rule("gross", pl.col("_gross"), drift_or(pl.col("_median_log")), change=pl.col("_median_log"),
+             se=pl.lit(None, pl.Float64), adjusted=pl.lit(False),
+             workloads=pl.when(pl.col("_median_log") > 0).then(pl.col("_raw_up_names")).otherwise(pl.col("_raw_down_names")),
+             sentence=_text(gross)),
+        Rule("unchanged", resolvable, pl.lit("unchanged"), **basis,
+             sentence=_text("no change beyond the noise: ", _est(basis["change"], basis["se"]),
+                            pl.when(has_adj).then(_text(" against its control ", control)).otherwise(pl.lit("")),
+                            f"; a {w} change would have shown")),
+        Rule("inconclusive", pl.lit(True), pl.lit("inconclusive"), **basis,
+             sentence=pl.when(pl.col("workloads_with_noise") == 0).then(pl.lit("no noise information on any workload"))
+             .otherwise(_text("too uncertain: ", _est(basis["change"], basis["se"]), f" cannot rule out a {t} change"))),
+    )  # fmt: skip
+
+
+def _pick(table: tuple[Rule, ...], field: str) -> pl.Expr:
+    """The ``field`` of the first rule whose condition holds, row by row."""
+
+    def value(rule: Rule) -> pl.Expr:
+        found = getattr(rule, field)
+        return pl.lit(found) if isinstance(found, str) else found
+
+    chain: Any = pl.when(table[0].when).then(value(table[0]))
+    for rule in table[1:]:
+        chain = chain.when(rule.when).then(value(rule))
+    result: pl.Expr = chain.otherwise(None)
+    return result
 
 
 def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.DataFrame:
-    """Group steps into findings judged on their pooled evidence (module docstring).
-
-    ``steps`` are those of :func:`kiana.stats.steps.decide`, before the columns are
-    narrowed: they still carry ``log_ratio``, ``noise``, ``adjusted_log_ratio``,
-    ``adjusted_noise``, ``control_log_ratio`` and ``control_noise``."""
+    """Group steps into findings judged on their pooled evidence (module docstring);
+    ``steps`` are those of :func:`kiana.stats.steps.decide` after the outliers, before
+    their columns are narrowed."""
     options = options or JudgeOptions()
     if steps.height == 0:
         return pl.DataFrame(schema=_schema())
-    # A step into or out of an outlier session (kiana.stats.outliers) is no evidence of
-    # a change: it leaves the pooled estimates and the lone-workload rule.
-    if "outlier" not in steps.columns:
-        steps = steps.with_columns(pl.lit(False).alias("outlier"))
-    steps = steps.with_columns(
-        pl.when(pl.col("outlier")).then(None).otherwise(pl.col(c)).alias(c)
-        for c in ("log_ratio", "adjusted_log_ratio", "control_log_ratio")
+    g = aggregate(steps, options)
+    table = rules(options)
+    g = g.with_columns(
+        _pick(table, "name").alias("basis"),
+        _pick(table, "verdict").alias("verdict"),
+        _pick(table, "change").alias("_log"),
+        _pick(table, "se").alias("change_se"),
+        _pick(table, "adjusted").alias("adjusted"),
+        _pick(table, "workloads").alias("workloads"),
+        _pick(table, "sentence").alias("_sentence"),
     )
-    has_adj = pl.col("adjusted_log_ratio").is_not_null()
-    steps = steps.with_columns(
-        pl.when(has_adj)
-        .then(pl.col("adjusted_log_ratio"))
-        .otherwise(pl.col("log_ratio"))
-        .alias("_y"),
-        pl.when(has_adj).then(pl.col("adjusted_noise")).otherwise(pl.col("noise")).alias("_s"),
-    ).with_columns(
-        pl.when(pl.col("_s") > 0).then(pl.col("_y") / pl.col("_s")).otherwise(None).alias("_z"),
-        pl.len().over(KEYS).alias("_n"),
-    )
-    raw = pool(steps, pl.col("log_ratio"), pl.col("noise"), "raw")
-    eff = pool(steps, pl.col("_y"), pl.col("_s"), "eff")
-    ctl = pool(
-        steps.filter(pl.col("is_liger")),
-        pl.col("control_log_ratio"),
-        pl.col("control_noise"),
-        "ctl",
-    )
-    v = pl.col("verdict")
-    lone = (
-        v.is_in(["regression", "improvement", "drift"])
-        & (pl.col("_z").abs() >= lone_z(pl.col("_n"), options.separation))
-    ).fill_null(False)
-    steps = steps.with_columns(lone.alias("_lone"), verdict_rank("verdict").alias("_vrank"))
-    top_lone = pl.col("_vrank").filter(pl.col("_lone")).min()
-    grouped = steps.group_by(KEYS).agg(
-        pl.len().cast(pl.Int64).alias("workloads_total"),
-        pl.col("from_origin").first(),
-        pl.col("to_origin").first(),
-        pl.col("from_observed_at").min(),
-        pl.col("to_observed_at").min(),
-        pl.col("change").median().alias("median_change"),
-        pl.col("change").max().alias("_max"),
-        pl.col("change").min().alias("_min"),
-        pl.col("change").abs().min().alias("_min_abs"),
-        (pl.col("change") > 0).sum().cast(pl.Int64).alias("_up"),
-        (pl.col("change") < 0).sum().cast(pl.Int64).alias("_down"),
-        pl.col("control_provider").drop_nulls().mode().sort().first().alias("control_provider"),
-        pl.col("is_liger").first(),
-        pl.col("outlier").sum().cast(pl.Int64).alias("_outliers"),
-        *((v == name).sum().cast(pl.Int64).alias(f"_votes_{name}") for name in VERDICTS),
-        pl.col("_vrank").filter(pl.col("_lone")).min().alias("_lone_rank"),
-        pl.col("workload")
-        .filter(pl.col("_lone") & (pl.col("_vrank") == top_lone))
-        .sort()
-        .str.join(", ")
-        .alias("_lone_names"),
-        pl.col("change")
-        .filter(pl.col("_lone") & (pl.col("_vrank") == top_lone))
-        .sort_by(pl.col("_z").abs().filter(pl.col("_lone") & (pl.col("_vrank") == top_lone)))
-        .last()
-        .alias("_lone_change"),
-        (pl.col("_lone") & (pl.col("_vrank") == top_lone)).sum().cast(pl.Int64).alias("_lone_n"),
-        pl.col("workload").filter(pl.col("change") > 0).sort().str.join(", ").alias("_up_names"),
-        pl.col("workload").filter(pl.col("change") < 0).sort().str.join(", ").alias("_down_names"),
-        pl.col("noise_source").sort_by(source_rank("noise_source")).last().alias("noise_source"),
-        ((pl.col("from_n_runs") + pl.col("to_n_runs")) / 2.0).median().alias("_runs"),
-        pl.col("_s").filter(pl.col("_s") > 0).pow(-2).sum().alias("_fe_w"),
-    )
-    joined = (
-        grouped.join(raw, on=KEYS, how="left", nulls_equal=True)
-        .join(eff, on=KEYS, how="left", nulls_equal=True)
-        .join(ctl, on=KEYS, how="left", nulls_equal=True)
-    )
-    return _decide(joined, options)
+    return _numbers(g, options)
 
 
-def _decide(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
-    """Verdict, numbers and evidence of every finding from its pooled estimates."""
-    practical = math.log1p(options.threshold)
-    raw_flag = _flagged("raw_mu", "raw_se", options)
-    eff_flag = _flagged("eff_mu", "eff_se", options)
-    same_way = (pl.col("raw_mu") > 0) == (pl.col("eff_mu") > 0)
-    ctl_moved = (
-        ((pl.col("ctl_mu") > 0) == (pl.col("raw_mu") > 0))
-        & (pl.col("ctl_mu").abs() >= options.separation / 2.0 * pl.col("ctl_se"))
-    ).fill_null(False)
-    liger = pl.col("is_liger")
-    sweep = (
-        pl.when(~liger & raw_flag)
-        .then(pl.lit("drift"))
-        .when(liger & raw_flag & eff_flag & same_way)
-        .then(_direction("raw_mu"))
-        .when(liger & raw_flag & ctl_moved)
-        .then(pl.lit("drift"))
-        .when(liger & raw_flag)
-        .then(_direction("raw_mu"))
-        .when(liger & eff_flag)
-        .then(_direction("eff_mu"))
-        .otherwise(None)
-    )
-    lone = pl.col("_lone_rank").is_not_null()
-    lone_verdict = pl.col("_lone_rank").replace_strict(
-        {i: v for i, v in enumerate(VERDICTS)}, default=None, return_dtype=pl.String
-    )
-    no_noise = pl.col("eff_k").is_null()
-    all_one_way = (pl.col("_up") == pl.col("workloads_total")) | (
-        pl.col("_down") == pl.col("workloads_total")
-    )
-    gross = no_noise & all_one_way & (pl.col("_min_abs") >= options.gross_change)
-    gross_verdict = pl.when(~liger).then(pl.lit("drift")).otherwise(_direction("median_change"))
-    resolvable = (options.separation * pl.col("eff_se")) <= math.log1p(
-        options.resolution * options.threshold
-    )
+def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """The finding's numbers and evidence from its rule's choices."""
+    flagged = pl.col("verdict").is_in(["regression", "improvement", "drift"])
+    up = pl.col("_log") > 0
+    basis = pl.when(pl.col("adjusted")).then(pl.lit("adj")).otherwise(pl.lit("raw"))
+
+    def pick(a: str, r: str) -> pl.Expr:
+        return pl.when(basis == "adj").then(pl.col(a)).otherwise(pl.col(r))
+
+    worst = (
+        pl.when(flagged & up).then(pick("_adj_max", "_raw_max"))
+        .when(flagged).then(pick("_adj_min", "_raw_min"))
+        .otherwise(pick("_adj_absmax", "_raw_absmax"))
+    )  # fmt: skip
     g = g.with_columns(
-        sweep.alias("_sweep"),
-        pl.when(pl.col("_outliers") == pl.col("workloads_total"))
-        .then(pl.lit("outlier"))
-        .when(sweep.is_not_null())
-        .then(pl.lit("sweep"))
-        .when(lone)
-        .then(pl.lit("lone"))
-        .when(gross)
-        .then(pl.lit("gross"))
-        .when(resolvable.fill_null(False))
-        .then(pl.lit("unchanged"))
-        .otherwise(pl.lit("inconclusive"))
-        .alias("_basis"),
+        (pl.col("_log").exp() - 1.0).alias("change"),
+        (pl.col("_log") / pl.col("change_se")).alias("severity"),
+        (pl.col("raw_mu").exp() - 1.0).alias("raw_change"),
+        (pl.col("ctl_mu").exp() - 1.0).alias("control_change"),
+        pl.when(pl.col("adjusted")).then(pl.col("adj_tau")).otherwise(pl.col("raw_tau")).alias("scatter"),
+        pl.when(flagged).then(pl.col("workloads")).otherwise(None).alias("workloads"),
+        (worst.exp() - 1.0).alias("worst_change"),
+        pl.when(up).then(pick("_adj_up", "_raw_up")).otherwise(pick("_adj_down", "_raw_down")).alias("_agree"),
+        (pick("_adj_up", "_raw_up") + pick("_adj_down", "_raw_down")).alias("_nonzero"),
     ).with_columns(
-        pl.when(pl.col("_basis") == "sweep")
-        .then(pl.col("_sweep"))
-        .when(pl.col("_basis") == "lone")
-        .then(lone_verdict)
-        .when(pl.col("_basis") == "gross")
-        .then(gross_verdict)
-        .when(pl.col("_basis") == "outlier")
-        .then(pl.lit("inconclusive"))
-        .otherwise(pl.col("_basis"))
-        .alias("verdict")
-    )
-    # Reruns: runs per side that bring the noise part of se to the target (docstring).
-    target2 = (practical / options.separation) ** 2
-    scatter2 = pl.col("eff_tau").pow(2) / pl.col("eff_k")
-    noise2 = 1.0 / pl.col("_fe_w")
-    reruns = (
-        pl.when((pl.col("verdict") == "inconclusive") & (scatter2 < target2) & (noise2 > 0))
-        .then((pl.col("_runs") * noise2 / (pl.lit(target2) - scatter2)).ceil())
-        .otherwise(None)
-    )
-    change_log = (
-        pl.when(pl.col("_basis") == "lone")
-        .then(pl.col("_lone_change").log1p())
-        .when(pl.col("_basis") == "gross")
-        .then(pl.col("median_change").log1p())
-        .when((pl.col("_basis") == "sweep") & (pl.col("verdict") == "drift"))
-        .then(pl.col("raw_mu"))
-        .otherwise(pl.col("eff_mu"))
-    )
-    upward = pl.col("verdict").is_in(["regression"]) | (
-        (pl.col("verdict") == "drift") & (change_log > 0)
-    )
-    agree = pl.when(change_log > 0).then(pl.col("_up")).otherwise(pl.col("_down"))
-    g = g.with_columns(
-        _rel(change_log).alias("change"),
-        pl.col("eff_se").alias("change_se"),
-        (pl.col("eff_mu") / pl.col("eff_se")).alias("severity"),
-        _rel(pl.col("raw_mu")).alias("raw_change"),
-        _rel(pl.col("ctl_mu")).alias("control_change"),
-        pl.col("eff_tau").alias("scatter"),
-        _rel(pl.col("eff_mu")).alias("_pooled"),
-        pl.coalesce(
-            *(
-                pl.when(pl.col("verdict") == name).then(pl.col(f"_votes_{name}"))
-                for name in VERDICTS
-            )
-        ).alias("workloads_affected"),
-        pl.when(pl.col("_basis") == "lone")
-        .then(pl.col("_lone_names"))
-        .when(pl.col("_basis").is_in(["sweep", "gross"]))
-        .then(pl.when(change_log > 0).then(pl.col("_up_names")).otherwise(pl.col("_down_names")))
-        .otherwise(None)
-        .alias("workloads"),
-        pl.col("eff_k").fill_null(0).cast(pl.Int64).alias("workloads_with_noise"),
-        pl.when(upward).then(pl.col("_max")).otherwise(pl.col("_min")).alias("worst_change"),
-        agree.alias("_agree"),
-        (pl.col("_up") + pl.col("_down")).alias("_nonzero"),
-        reruns.cast(pl.Int64).alias("reruns"),
-    )
+        pl.when(flagged).then(pl.col("workloads").str.split(", ").list.len()).otherwise(0)
+        .fill_null(0).cast(pl.Int64).alias("workloads_affected"),
+    )  # fmt: skip
     confidence = sign_confidence(
         g["_agree"].fill_null(0).to_numpy().astype(np.int64),
-        g["_nonzero"].to_numpy().astype(np.int64),
+        g["_nonzero"].fill_null(0).to_numpy().astype(np.int64),
     )
-    flagged = pl.col("verdict").is_in(["regression", "improvement", "drift"])
-    share = (
-        pl.when(pl.col("_basis") == "lone")
-        .then(pl.col("_lone_n") / pl.col("workloads_total"))
-        .otherwise(1.0)
-    )
+    share = pl.col("workloads_affected") / pl.col("workloads_total")
     g = g.with_columns(
         pl.Series("confidence", confidence, dtype=pl.Float64),
-        pl.when(flagged).then(pl.col("change").abs() * share).otherwise(0.0).alias("impact"),
-    )
+        pl.when(flagged).then(pl.col("change").abs() * pl.when(pl.col("basis") == "lone").then(share).otherwise(1.0))
+        .otherwise(0.0).alias("impact"),
+        _reruns(options).cast(pl.Int64).alias("reruns"),
+    )  # fmt: skip
     carried = (
-        pl.when(pl.col("_basis") == "lone")
+        pl.when(pl.col("basis") == "lone")
         .then(pl.col("_lone_n"))
         .otherwise(pl.col("workloads_total"))
     )
     g = g.with_columns(((carried == 1) & (pl.col("_runs") <= 1)).alias("single_run"))
+    g = g.with_columns(_evidence(options).alias("evidence"))
+    g = fold_baselines(g)
+    return (
+        g.with_columns(verdict_rank("verdict").alias("_rank"))
+        .sort(["_rank", "is_liger", "impact", *KEYS], descending=[False, True, True] + [False] * len(KEYS))
+        .select(FINDING_COLUMNS)
+    )  # fmt: skip
+
+
+def _reruns(options: JudgeOptions) -> pl.Expr:
+    """Runs per session (each side) that bring the noise part of ``change_se`` to
+    ``ln(1 + threshold) / separation`` (module docstring)."""
+    target2 = (math.log1p(options.threshold) / options.separation) ** 2
+    fixed2 = pl.when(pl.col("adjusted")).then(pl.col("adj_fixed2")).otherwise(pl.col("raw_fixed2"))
+    noise2 = (
+        pl.when(pl.col("adjusted"))
+        .then(pl.col("_adj_measured2"))
+        .otherwise(pl.col("_raw_measured2"))
+    )
+    return (
+        pl.when((pl.col("verdict") == "inconclusive") & (fixed2 < target2) & (noise2 > 0))
+        .then((pl.col("_runs") * noise2 / (pl.lit(target2) - fixed2)).ceil())
+        .otherwise(None)
+    )  # fmt: skip
+
+
+def _evidence(options: JudgeOptions) -> pl.Expr:
+    t = f"{options.threshold:.0%}"
+    below = (
+        pl.when(pl.col("verdict").is_in(["regression", "improvement"]) & (pl.col("change").abs() < options.threshold))
+        .then(pl.lit(f" ({t} lies within one standard error)"))
+        .otherwise(pl.lit(""))
+    )  # fmt: skip
+    reruns = (
+        pl.when(pl.col("reruns").is_not_null())
+        .then(pl.lit("; about ") + pl.col("reruns").cast(pl.String) + pl.lit(f" run(s) per session on each side would resolve a {t} change"))
+        .when(pl.col("verdict") == "inconclusive")
+        .then(pl.lit("; the workloads or the sittings scatter too much: reruns alone will not resolve it"))
+        .otherwise(pl.lit(""))
+    )  # fmt: skip
+    missing = (
+        pl.when(pl.col("workloads_with_noise") < pl.col("workloads_total"))
+        .then(pl.lit("; ") + (pl.col("workloads_total") - pl.col("workloads_with_noise")).cast(pl.String)
+              + pl.lit(" workload(s) without noise information left out of the pooled estimate"))
+        .otherwise(pl.lit(""))
+    )  # fmt: skip
     single = (
         pl.when(pl.col("single_run") & (pl.col("verdict") != "unchanged"))
         .then(pl.lit("; rests on a single run on each side: a rerun would confirm it"))
         .otherwise(pl.lit(""))
     )
-    g = fold_baselines(g.with_columns((evidence(options) + single).alias("evidence")))
-    return (
-        g.with_columns(verdict_rank("verdict").alias("_rank"))
-        .sort(
-            ["_rank", "is_liger", "impact", *KEYS],
-            descending=[False, True, True] + [False] * len(KEYS),
-        )
-        .select(FINDING_COLUMNS)
-    )
+    return pl.concat_str(
+        [pl.col("_sentence").fill_null(""), below, reruns, finding_noise(), control_clause().fill_null(""), missing, single]
+    )  # fmt: skip
 
 
 def _schema() -> dict[str, pl.DataType]:
-    strings = {
-        *FINDING_KEYS,
-        "verdict",
-        "control_provider",
-        "workloads",
-        "noise_source",
-        "evidence",
-    }
-    ints = {"workloads_affected", "workloads_total", "workloads_with_noise", "reruns"}
+    strings = {*FINDING_KEYS, "verdict", "basis", "control_provider", "workloads", "noise_source",
+               "benchmark_note", "evidence"}  # fmt: skip
+    ints = {"workloads_affected", "workloads_total", "workloads_with_noise", "reruns",
+            "workload_noise_samples", "sitting_noise_samples", "single_samples"}  # fmt: skip
+    bools = {"is_liger", "single_run", "folded", "adjusted", "noise_bounded", "benchmark_changed"}
     schema: dict[str, pl.DataType] = {}
     for name in FINDING_COLUMNS:
         if name in strings:
             schema[name] = pl.String()
         elif name in ints:
             schema[name] = pl.Int64()
-        elif name in ("is_liger", "single_run", "folded"):
+        elif name in bools:
             schema[name] = pl.Boolean()
         elif name.endswith("observed_at"):
             schema[name] = pl.Datetime("us")

@@ -115,3 +115,20 @@ def check_baseline(versions: pl.DataFrame, baseline: str | None) -> None:
         f"--baseline {baseline!r} is not a Liger version in the data",
         hint=f"known versions, oldest first: {shown}{more}",
     )
+
+
+def gpu_version_ranks(runs: pl.DataFrame) -> pl.DataFrame:
+    """``gpu``, ``liger_version``, ``version_rank``: the order of :func:`version_table`
+    computed on each GPU's runs alone, so that judging one GPU's runs orders its
+    series exactly as judging all of them does (labels that are not PEP 440 versions
+    are placed by time, and another GPU's times must not move them)."""
+    schema = {"gpu": pl.String, "liger_version": pl.String, "version_rank": pl.Int64}
+    parts = [
+        version_table(part).select(
+            pl.lit(gpu, pl.String).alias("gpu"), "liger_version", "version_rank"
+        )
+        for (gpu,), part in runs.group_by("gpu")
+    ]
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(parts).cast(schema)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ import pytest
 
 from kiana.stats import judge
 from kiana.stats.pooling import sign_confidence
-from tests.stats_fixtures import assert_no_nan, frame, series
+from tests.stats_fixtures import assert_no_nan, frame, run, series
 
 V = ["0.5.0", "0.5.1"]
 
@@ -107,9 +107,11 @@ def test_one_workload_of_eight_is_a_regression_of_that_workload() -> None:
     assert row["verdict"] == "regression"
     assert row["workloads"] == "hidden8192"
     assert (row["workloads_affected"], row["workloads_total"]) == (1, 8)
-    assert row["change"] == pytest.approx(0.2)
+    assert row["change"] == pytest.approx(0.2, abs=1e-3)  # against the rest of the sweep
     assert row["confidence"] < 0.9
-    assert "1 of 8 workload(s) far beyond the noise" in row["evidence"]
+    assert str(row["evidence"]).startswith(
+        "1 of 8 workload(s) moved far beyond the rest of the sweep"
+    )
 
 
 def test_findings_rank_by_impact() -> None:
@@ -128,3 +130,35 @@ def test_sign_confidence() -> None:
     assert out[1] == pytest.approx(0.5)
     assert out[2] == 0.0
     assert 0 < out[3] < 0.7
+
+
+def test_one_control_per_sweep_whose_change_is_its_own() -> None:
+    rows: list[dict[str, object]] = []
+    for w in range(4):  # torch steady, huggingface moved 9% on its own: torch is the medoid
+        rows += series(V, [100.0, 110.0], workload=f"w{w}")
+        rows += series(V, [200.0, 200.4], provider="torch", workload=f"w{w}")
+        rows += series(V, [300.0, 327.0], provider="huggingface", workload=f"w{w}")
+        rows += series(V, [150.0, 150.3], provider="torch_compile", workload=f"w{w}")
+    result = judge(frame(rows))
+    steps = result.steps.filter(pl.col("provider") == "liger")
+    (control,) = set(steps["control_provider"])  # every workload, one provider
+    assert control in {"torch", "torch_compile"}
+    found = result.findings.filter(pl.col("provider") == "liger").row(0, named=True)
+    own = result.findings.filter(pl.col("provider") == control).row(0, named=True)
+    assert found["control_provider"] == control
+    assert found["control_change"] == pytest.approx(own["raw_change"], abs=1e-9)
+    assert "huggingface" in str(found["evidence"]).split("other baselines moved:")[-1]
+
+
+def test_the_control_is_measured_in_both_sessions_whatever_its_own_steps() -> None:
+    # liger has sessions on days 1 and 20; torch also on day 10.  The control of
+    # liger's step is torch at days 1 and 20, not the GPU-wide fallback.
+    rows = [run("0.8.0", 100.0, day=1), run("0.8.0", 110.0, day=20)]
+    rows += [
+        run("0.8.0", m, provider="torch", day=d) for d, m in ((1, 200.0), (10, 190.0), (20, 200.2))
+    ]
+    rows += [run("0.8.0", 100.0, kernel="other", provider="torch", workload=f"x{w}", day=d)
+             for w in range(3) for d in (1, 20)]  # fmt: skip
+    row = liger_row(rows)
+    assert row["control_provider"] == "torch"
+    assert row["control_change"] == pytest.approx(0.001)

@@ -1,0 +1,176 @@
+"""The numbers of a sweep that the rules of :mod:`kiana.stats.sweeps` read.
+
+:func:`aggregate` turns the steps of one finding (a kernel, pass, provider, GPU and
+metric between two sessions) into one row: the pooled estimates ``raw_*``, ``adj_*``
+and ``ctl_*`` (:mod:`kiana.stats.pooling`), the counts and names of the workloads that
+moved up or down on each basis, the farthest steps, the lone workloads, the noise the
+finding rests on, and what it knows about its benchmark.  Steps into or out of an
+outlier session are no evidence: their log ratios are left out of every estimate.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from kiana.stats.nullfit import GRID, equivalent_factor
+from kiana.stats.options import JudgeOptions
+from kiana.stats.pooling import KEYS, deviation, lone, lone_cut, pool
+from kiana.vocabulary import source_rank
+
+
+def _basis_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """Outliers out; ``_adj_y`` and the lone marks."""
+    if "outlier" not in frame.columns:
+        frame = frame.with_columns(pl.lit(False).alias("outlier"))
+    cleared = ("log_ratio", "adjusted_log_ratio", "control_log_ratio")
+    frame = frame.with_columns(
+        pl.when(pl.col("outlier")).then(None).otherwise(pl.col(c)).alias(c) for c in cleared
+    )
+    has_adj = pl.col("adjusted_log_ratio").is_not_null()
+    return frame.with_columns(
+        pl.when(has_adj).then(pl.col("adjusted_log_ratio")).otherwise(pl.col("log_ratio")).alias("_y"),
+        pl.when(has_adj).then(pl.col("adjusted_wnoise")).otherwise(pl.col("wnoise")).alias("_s"),
+        pl.when(has_adj).then(pl.col("adjusted_noise")).otherwise(pl.col("noise")).alias("_full"),
+        has_adj.alias("_has_adj"),
+    )  # fmt: skip
+
+
+def _moves(basis: str, y: pl.Expr, q2: pl.Expr) -> list[pl.Expr]:
+    """Counts, names and extremes of the workloads' log ratios ``y`` on one basis."""
+    valid = y.is_not_null()
+    absmax = y.filter(valid).sort_by(y.filter(valid).abs()).last()
+    return [
+        (y > 0).sum().cast(pl.Int64).alias(f"_{basis}_up"),
+        (y < 0).sum().cast(pl.Int64).alias(f"_{basis}_down"),
+        pl.col("workload").filter(y > 0).sort().str.join(", ").alias(f"_{basis}_up_names"),
+        pl.col("workload").filter(y < 0).sort().str.join(", ").alias(f"_{basis}_down_names"),
+        y.max().alias(f"_{basis}_max"),
+        y.min().alias(f"_{basis}_min"),
+        absmax.alias(f"_{basis}_absmax"),
+        (q2.filter(valid).mean() / valid.sum()).alias(f"_{basis}_measured2"),
+    ]
+
+
+def _lone_columns() -> list[pl.Expr]:
+    """The lone workloads of the most-moved direction."""
+    marked = pl.col("_lone")
+    top = pl.col("_y").filter(marked).abs().max()
+    pick = marked & (pl.col("_y").abs() == top)
+    direction = pl.col("_y").filter(pick).first() > 0
+    same = marked & ((pl.col("_y") > 0) == direction)
+    # A lone workload is a minority of its sweep: at most max(1, (k - 1) // 2) of them.
+    k = pl.col("_y").is_not_null().sum()
+    few = same.sum() <= pl.max_horizontal(pl.lit(1), (k - 1) // 2)
+    return [
+        pl.when(few).then(same.sum()).otherwise(0).cast(pl.Int64).alias("_lone_n"),
+        pl.col("workload").filter(same).sort().str.join(", ").alias("_lone_names"),
+        pl.col("_dev").filter(pick).first().alias("_lone_mu"),
+        pl.col("_dev_se").filter(pick).first().alias("_lone_se"),
+        pl.col("_y").filter(pick).first().alias("_lone_own"),
+        pl.col("_has_adj").filter(pick).first().alias("_lone_adjusted"),
+    ]
+
+
+def _noise_columns() -> list[pl.Expr]:
+    return [
+        pl.col("noise_source").sort_by(source_rank("noise_source")).last().alias("noise_source"),
+        pl.col("workload_sigma").median().alias("workload_noise"),
+        pl.col("workload_samples").min().alias("workload_noise_samples"),
+        pl.col("workload_tail").min().alias("workload_noise_tail"),
+        pl.col("sitting_sigma").median().alias("sitting_noise"),
+        pl.col("sitting_samples").min().alias("sitting_noise_samples"),
+        pl.col("sitting_tail").min().alias("sitting_noise_tail"),
+        (pl.max_horizontal("workload_scale", "sitting_scale") >= GRID[-1]).any().alias("noise_bounded"),
+        (pl.col("noise_source") == "single").sum().cast(pl.Int64).alias("single_samples"),
+        ((pl.col("from_n_runs") + pl.col("to_n_runs")) / 2.0).median().alias("_runs"),
+    ]  # fmt: skip
+
+
+def _lone_noise(frame: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """``_s_lone``: the per-workload noise at the lone rule's deeper tail.  The
+    calibrated sigmas match a heavy tail at ``separation``; the lone rule tests one
+    workload of ``k`` at the Bonferroni-corrected :func:`kiana.stats.pooling.lone_z`,
+    where a Student t is heavier still, so the noise is scaled by ``equivalent_factor(nu,
+    z_k) / equivalent_factor(nu, separation)``."""
+    k = pl.col("_y").is_not_null().sum().over(KEYS).clip(1, 256)
+    pairs = (
+        frame.select(pl.col("workload_tail").alias("tail"), k.alias("k"))
+        .unique()
+        .drop_nulls("tail")
+    )
+    ratios = {
+        (float(t), int(n)): equivalent_factor(float(t), lone_cut(int(n), options.separation))
+        / equivalent_factor(float(t), options.separation)
+        for t, n in pairs.iter_rows()
+    }
+    table = pl.DataFrame(
+        {
+            "tail": [t for t, _ in ratios],
+            "k": [n for _, n in ratios],
+            "_ratio": list(ratios.values()),
+        },
+        schema={"tail": pl.Float64, "k": pl.Int64, "_ratio": pl.Float64},
+    )
+    framed = frame.with_columns(pl.col("workload_tail").alias("tail"), k.cast(pl.Int64).alias("k"))
+    joined = framed.join(table, on=["tail", "k"], how="left", maintain_order="left")
+    return joined.with_columns((pl.col("_s") * pl.col("_ratio").fill_null(1.0)).alias("_s_lone")).drop(
+        "tail", "k", "_ratio"
+    )  # fmt: skip
+
+
+def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """One row per finding (module docstring)."""
+    frame = _lone_noise(_basis_columns(steps), options)
+    dev, dev_se, _ = deviation(pl.col("_y"), pl.col("_s_lone"))
+    # Against a control, a workload is lone only when the provider's own step is too: a
+    # control that moved alone in one workload is not a change of Liger's.
+    own = lone(pl.col("log_ratio"), pl.col("wnoise") * pl.col("_s_lone") / pl.col("_s"),
+               options.separation, options.threshold)  # fmt: skip
+    adjusted = lone(pl.col("_y"), pl.col("_s_lone"), options.separation, options.threshold)
+    frame = frame.with_columns(
+        (adjusted & (~pl.col("_has_adj") | own)).alias("_lone"),
+        dev.alias("_dev"),
+        dev_se.alias("_dev_se"),
+        pl.col("sitting_sigma").pow(2).alias("_raw_offset"),
+    )
+    grouped = frame.group_by(KEYS).agg(
+        pl.len().cast(pl.Int64).alias("workloads_total"),
+        pl.col("from_origin").first(),
+        pl.col("to_origin").first(),
+        pl.col("from_observed_at").min(),
+        pl.col("to_observed_at").min(),
+        pl.col("change").median().alias("median_change"),
+        pl.col("log_ratio").median().alias("_median_log"),
+        pl.col("change").abs().min().alias("_min_abs"),
+        pl.col("is_liger").first(),
+        pl.col("control_provider").drop_nulls().first().alias("control_provider"),
+        pl.col("benchmark_changed").any(),
+        pl.col("benchmark_note").drop_nulls().first(),
+        pl.col("outlier").sum().cast(pl.Int64).alias("_outliers"),
+        *_moves("raw", pl.col("log_ratio"), pl.col("q2")),
+        *_moves("adj", pl.col("adjusted_log_ratio"), pl.col("q2") + pl.col("control_q2")),
+        *_lone_columns(),
+        *_noise_columns(),
+    )
+    raw = pool(frame, pl.col("log_ratio"), pl.col("wnoise"), "raw", pl.col("_raw_offset"))
+    adj = pool(frame, pl.col("adjusted_log_ratio"), pl.col("adjusted_wnoise"), "adj",
+               pl.col("adjusted_offset_var"))  # fmt: skip
+    ctl = pool(frame.filter(pl.col("is_liger")), pl.col("control_log_ratio"),
+               pl.col("control_noise"), "ctl", pl.col("control_offset_var"))  # fmt: skip
+    g = (
+        grouped.join(raw, on=KEYS, how="left", nulls_equal=True)
+        .join(adj, on=KEYS, how="left", nulls_equal=True)
+        .join(ctl, on=KEYS, how="left", nulls_equal=True)
+    )
+    all_one_way = (pl.col("_raw_up") == pl.col("workloads_total")) | (
+        pl.col("_raw_down") == pl.col("workloads_total")
+    )
+    return g.with_columns(
+        pl.col("raw_k").fill_null(0).cast(pl.Int64).alias("workloads_with_noise"),
+        (pl.col("raw_k").is_null() & all_one_way & (pl.col("_min_abs") >= options.gross_change))
+        .fill_null(False)
+        .alias("_gross"),
+        (pl.col("raw_se").pow(2) - pl.col("_raw_measured2")).alias("raw_fixed2"),
+        (pl.col("adj_se").pow(2) - pl.col("_adj_measured2")).alias("adj_fixed2"),
+        pl.col("_lone_n").fill_null(0),
+    )

@@ -1,0 +1,257 @@
+"""Fitting the calibration: the components, then the sitting states, in turn.
+
+The model, the samples and the levels are :mod:`kiana.stats.calibration`'s; this
+module fits them: :func:`fit` runs :data:`ROUNDS` rounds of the hierarchical grid fit
+of each component (:func:`_fit`, :mod:`kiana.stats.nullfit`) and of the sitting states
+(:func:`state_factors`, :mod:`kiana.stats.states`), each given the other.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from kiana.stats import states
+from kiana.stats.calibration import (
+    CALIBRATION_SCHEMA,
+    CHILD_SD,
+    PRIOR_TAIL,
+    SITTING_LEVELS,
+    TAILED,
+    TOP_SD,
+    WORKLOAD_LEVELS,
+    Calibration,
+    attach_scales,
+    prior_center,
+)  # fmt: skip
+from kiana.stats.nullfit import DEFAULT_SHARE, GRID, TAILS, fit_cells
+from kiana.stats.nullsamples import sitting_samples, workload_samples
+
+#: Rounds of fitting the components and the sitting states in turn.
+ROUNDS = 2
+
+
+def _fit(
+    samples: pl.DataFrame, component: str, levels: tuple[tuple[str, tuple[str, ...]], ...],
+    *, tails: bool = True,
+) -> pl.DataFrame:  # fmt: skip
+    """Fit every level of one component (:mod:`kiana.stats.calibration`); one row per
+    cell.  Without ``tails``, the top cells keep the prior tails and the default share."""
+    out: list[pl.DataFrame] = []
+    parent: pl.DataFrame | None = None
+    parent_keys: tuple[str, ...] = ()
+    if samples.height == 0:
+        return pl.DataFrame(schema=CALIBRATION_SCHEMA)
+    for depth, (level, keys) in enumerate(levels):
+        cells = samples.group_by(keys).agg(pl.len().alias("samples")).sort(keys)
+        cells = cells.with_row_index("_cell")
+        if parent is None:
+            sampling = pl.col("sampling") if "sampling" in keys else None
+            prior_tail = pl.lit(PRIOR_TAIL["latency"])
+            for metric, value in PRIOR_TAIL.items():
+                prior_tail = (
+                    pl.when(pl.col("metric") == metric).then(pl.lit(value)).otherwise(prior_tail)
+                )
+            if component not in TAILED:
+                prior_tail = pl.lit(math.inf)
+            cells = cells.with_columns(
+                prior_center(pl.col("metric"), component, sampling).alias("_center"),
+                pl.lit(TOP_SD).alias("_sd"),
+                prior_tail.alias("tail"),
+                pl.lit(DEFAULT_SHARE).alias("share"),
+            )
+        else:
+            up = parent.select(
+                *parent_keys,
+                pl.col("scale").alias("_center"),
+                pl.col("tail"),
+                pl.col("share"),
+            )
+            cells = cells.join(
+                up, on=list(parent_keys), how="left", maintain_order="left"
+            ).with_columns(pl.lit(CHILD_SD).alias("_sd"))
+        indexed = samples.join(
+            cells.select(*keys, "_cell"), on=list(keys), how="left", maintain_order="left"
+        )
+        cell = indexed["_cell"].to_numpy().astype(np.int64)
+        nu = cells["tail"].fill_null(math.inf).to_numpy().astype(np.float64)
+        share = cells["share"].fill_null(0.0).to_numpy().astype(np.float64)
+        scale, nu, share = fit_cells(
+            cell, cells.height, indexed["x"].to_numpy(), indexed["q2"].to_numpy(),
+            indexed["c"].to_numpy(), indexed["may_change"].to_numpy(),
+            cells["_center"].to_numpy(), cells["_sd"].to_numpy(),
+            tails=depth == 0 and tails,
+            candidates=TAILS if component in TAILED else (math.inf,),
+            nu=nu, share=share,
+        )  # fmt: skip
+        fitted = cells.select(*keys, "samples").with_columns(
+            pl.Series("scale", scale, dtype=pl.Float64),
+            pl.Series("tail", np.where(np.isinf(nu), np.nan, nu), dtype=pl.Float64).fill_nan(None),
+            pl.Series("share", share, dtype=pl.Float64),
+        )
+        out.append(fitted.with_columns(pl.lit(level).alias("level")))
+        parent, parent_keys = fitted, keys
+    frame = pl.concat([pl.DataFrame(schema=CALIBRATION_SCHEMA), *out], how="diagonal_relaxed")
+    return frame.with_columns(
+        pl.lit(component).alias("component"),
+        (pl.col("scale") >= GRID[-1]).alias("bounded"),
+    )
+
+
+def _samples_with(samples: pl.DataFrame, f2: pl.DataFrame | None, column: str) -> pl.DataFrame:
+    """``samples`` with ``c`` multiplied by their group's ``f2`` column (1 without)."""
+    if f2 is None:
+        return samples
+    joined = samples.join(
+        f2.select("_group", column), on="_group", how="left", maintain_order="left"
+    )
+    return joined.with_columns(pl.col("c") * pl.col(column).fill_null(1.0)).drop(column)
+
+
+def _base(samples: pl.DataFrame, cells: pl.DataFrame, component: str) -> pl.DataFrame:
+    """Each sample's base variance (``base``), ``tail`` and ``share`` (0 where it
+    cannot be a change) from its finest cell of ``cells``."""
+    scaled = attach_scales(samples, Calibration(cells), component=component)
+    return scaled.with_columns(
+        pl.col(f"{component}_var").alias("base"),
+        pl.col(f"{component}_tail").alias("tail"),
+        pl.when(pl.col("may_change")).then(pl.col(f"{component}_share").fill_null(0.0)).otherwise(0.0).alias("share"),
+    )  # fmt: skip
+
+
+def _with_workload_var(
+    steps: pl.DataFrame, cells: pl.DataFrame, f2w: pl.DataFrame | None
+) -> pl.DataFrame:
+    frame = attach_scales(steps, Calibration(cells), component="workload")
+    if f2w is not None:
+        frame = (
+            frame.join(f2w.select("_group", "f2w"), on="_group", how="left", maintain_order="left")
+            .with_columns(pl.col("workload_var") * pl.col("f2w").fill_null(1.0))
+            .drop("f2w")
+        )
+    return frame
+
+
+def _slice_link(raw_ss: pl.DataFrame, groups: pl.Series, a: np.ndarray, weights: np.ndarray,
+                top: pl.DataFrame, gpu: str, metric: str) -> tuple[float, np.ndarray]:  # fmt: skip
+    """The exponent of one GPU and metric (:func:`kiana.stats.states.fit_link`) and the
+    sitting samples' log likelihoods at it; the sitting scale is refitted (top level,
+    prior :data:`PRIOR`) for each exponent tried."""
+    post = states.posterior(a, np.zeros_like(a), weights)
+    index = pl.DataFrame({"_group": groups}).with_row_index("_g")
+    samples = raw_ss.join(index, on="_group", how="inner", maintain_order="left")
+    rows = samples["_g"].to_numpy().astype(np.int64)
+    found: dict[float, np.ndarray] = {}
+
+    prior = prior_center(pl.lit(metric), "sitting", None)
+    center = np.array([pl.select(prior).item()], dtype=np.float64)
+    mine = (pl.col("level") == "gpu") & (pl.col("gpu") == gpu) & (pl.col("metric") == metric)
+    share = top.filter(mine)["share"].fill_null(DEFAULT_SHARE)
+    # Environment shifts and baselines' own changes are the alternative here: at least
+    # the default share of them, whatever the last fit found.
+    pi = max(float(share[0]) if share.len() else 0.0, DEFAULT_SHARE)
+    x, q2 = samples["x"].to_numpy(), samples["q2"].to_numpy()
+    may = samples["may_change"].to_numpy()
+
+    def likelihood(exponent: float) -> np.ndarray:
+        # The sitting scale refitted (top level, the share of the last fit) for this b.
+        f2 = states.mean_f2(post, exponent)[rows] if rows.size else np.zeros(0)
+        c = samples["c"].to_numpy() * f2
+        scale, _, _ = fit_cells(
+            np.zeros(rows.size, dtype=np.int64), 1, x, q2, c, may, center, np.array([TOP_SD]),
+            tails=False, nu=np.array([math.inf]), share=np.array([pi]),
+        )  # fmt: skip
+        based = samples.drop("_g").with_columns(
+            pl.lit(float(scale[0]) ** 2).alias("base"),
+            pl.lit(None, pl.Float64).alias("tail"),
+            pl.when(pl.col("may_change")).then(pl.lit(pi)).otherwise(0.0).alias("share"),
+        )
+        found[exponent] = states.factor_loglik(based, groups, exponent)
+        return found[exponent]
+
+    chosen = states.fit_link(a, weights, likelihood)
+    return chosen, found[chosen]
+
+
+def state_factors(
+    steps: pl.DataFrame, workload: pl.DataFrame, sitting: pl.DataFrame,
+    priors: pl.DataFrame | None, separation: float = 3.0,
+    samples: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
+    """``(factors, priors)``: per sitting group the posterior means ``f2w`` (of ``f^2``)
+    and ``f2s`` (of ``f^2b``) and the tail-matched factors ``fw`` and ``fs`` at
+    ``separation`` (:mod:`kiana.stats.states`), and the state priors with their
+    exponent, learned (NPMLE, :func:`kiana.stats.states.fit_link`) when ``priors`` is
+    None, one set per GPU and metric; ``sitting`` gives the sitting samples' base scales
+    when judging with given priors; ``samples``: the steps' workload samples, when the
+    caller has them already."""
+    raw_ws = workload_samples(steps) if samples is None else samples
+    ws = _base(raw_ws.filter(~pl.col("history")), workload, "workload")
+    keys = steps.select("_group", "gpu", "metric").unique().sort("_group")
+    slices = list(keys.group_by("gpu", "metric", maintain_order=True))
+    a_of: dict[tuple[str, str], np.ndarray] = {}
+    learned: dict[tuple[str, str], tuple[np.ndarray, float]] = {}
+    first: list[pl.DataFrame] = []
+    for (gpu, metric), part in slices:
+        key = (str(gpu), str(metric))
+        a = a_of[key] = states.factor_loglik(ws, part["_group"])
+        if priors is None:
+            learned[key] = (states.npmle(a), 1.0)
+        else:
+            learned[key] = states.prior_of(
+                priors.filter((pl.col("gpu") == gpu) & (pl.col("metric") == metric))
+            )
+        post = states.posterior(a, np.zeros_like(a), learned[key][0])
+        first.append(pl.DataFrame({"_group": part["_group"], "f2w": states.mean_f2(post)}))
+    f2w = (
+        pl.concat(first) if first else pl.DataFrame(schema={"_group": pl.String, "f2w": pl.Float64})
+    )
+    raw_ss = sitting_samples(_with_workload_var(steps, workload, f2w))
+    based_ss = _base(raw_ss, sitting, "sitting") if priors is not None else raw_ss
+    out: list[pl.DataFrame] = []
+    rows: list[pl.DataFrame] = []
+    for (gpu, metric), part in slices:
+        key, groups = (str(gpu), str(metric)), part["_group"]
+        weights, exponent = learned[key]
+        a = a_of[key]
+        if priors is None:
+            exponent, b = _slice_link(raw_ss.filter((pl.col("gpu") == gpu) & (pl.col("metric") == metric)),
+                                      groups, a, weights, sitting, str(gpu), str(metric))  # fmt: skip
+        else:
+            b = states.factor_loglik(based_ss, groups, exponent)
+        post = states.posterior(a, b, weights)
+        out.append(
+            pl.DataFrame({
+                "_group": groups, "f2w": states.mean_f2(post), "f2s": states.mean_f2(post, exponent),
+                "fw": states.equivalent(post, separation), "fs": states.equivalent(post, separation, exponent),
+            })
+        )  # fmt: skip
+        rows.append(states.prior_rows(weights, exponent, *key))
+    schema = {c: pl.Float64 for c in ("f2w", "f2s", "fw", "fs")} | {"_group": pl.String}
+    f2 = pl.concat(out) if out else pl.DataFrame(schema=schema)
+    return f2, (pl.concat(rows) if rows else pl.DataFrame())
+
+
+def fit(steps: pl.DataFrame) -> Calibration:
+    """Calibrate both components and the sitting states on ``steps`` (the steps of
+    :func:`kiana.stats.steps.pair_points` with ``is_liger``, ``aa`` and
+    ``benchmark_changed`` marked), in :data:`ROUNDS` rounds: components given the
+    states, states given the components."""
+    steps = states.group_key(steps)
+    f2: pl.DataFrame | None = None
+    workload = sitting = pl.DataFrame(schema=CALIBRATION_SCHEMA)
+    priors = pl.DataFrame()
+    raw_ws = workload_samples(steps)
+    for _ in range(ROUNDS):
+        workload = _fit(_samples_with(raw_ws, f2, "f2w"), "workload", WORKLOAD_LEVELS)
+        f2, priors = state_factors(steps, workload, sitting, None, samples=raw_ws)
+        with_var = _with_workload_var(steps, workload, f2)
+        ss = _samples_with(sitting_samples(with_var), f2, "f2s")
+        sitting = _fit(ss, "sitting", SITTING_LEVELS)
+    state_rows = priors.with_columns(
+        pl.lit("state").alias("component"), pl.lit("gpu").alias("level")
+    ) if priors.height else pl.DataFrame(schema=CALIBRATION_SCHEMA)  # fmt: skip
+    frame = pl.concat([workload, sitting, state_rows], how="diagonal_relaxed")
+    return Calibration(frame.select(CALIBRATION_SCHEMA.keys()).cast(CALIBRATION_SCHEMA))  # type: ignore[arg-type]

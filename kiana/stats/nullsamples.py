@@ -1,0 +1,117 @@
+"""The samples of the calibration: what the data say about noise when nothing changed.
+
+:func:`workload_samples` and :func:`sitting_samples` turn steps into the samples the
+two-groups fit of :mod:`kiana.stats.nullfit` reads (``x``, ``q2``, ``c``,
+``may_change`` and their cell keys), as :mod:`kiana.stats.calibration` describes; each
+carries its sitting group (``_group``, :mod:`kiana.stats.states`).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: Steps a one-workload series needs before its own history is calibration evidence.
+MIN_HISTORY = 4
+
+
+def sampling_expr() -> pl.Expr:
+    """``single`` for a step with a one-sample side (noise source ``single``)."""
+    return (
+        pl.when(pl.col("noise_source") == "single")
+        .then(pl.lit("single"))
+        .otherwise(pl.lit("median"))
+    )
+
+
+def workload_samples(steps: pl.DataFrame) -> pl.DataFrame:
+    """Differences of consecutive workloads of one sweep (the offset and any sweep-wide
+    change cancel), ``c = 2``, by sampling (``single`` when a side of either step is one
+    sample); for a sweep of one workload, the differences of its consecutive steps (the
+    series' own history, from :data:`MIN_HISTORY` steps on), ``c = 3``, marked
+    ``history`` (they span two sittings, so they inform the scale, not a sitting's
+    state).  ``steps`` carry ``_group``."""
+    sweep = ["kernel", "pass", "provider", "gpu", "metric", "from_session", "to_session"]
+    usable = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
+    ordered = usable.sort([*sweep, "workload"]).with_columns(
+        (pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2)).alias("_q2"),
+        sampling_expr().alias("_sampling"),
+    )
+    nxt = [
+        pl.col(c).shift(-1).over(sweep).alias(f"_n{c}") for c in ("log_ratio", "_q2", "_sampling")
+    ]
+    paired = ordered.with_columns(nxt).filter(pl.col("_nlog_ratio").is_not_null())
+    single = (pl.col("_sampling") == "single") | (pl.col("_n_sampling") == "single")
+    # A sweep of one workload has no neighbour: its series' own history is the evidence,
+    # once the series has MIN_HISTORY steps (fewer would judge a step by itself): the
+    # difference of consecutive steps (a second difference of its levels, variance 3
+    # steps' worth when the sessions are independent; a steady creep cancels, a level
+    # shift or an outlier is the alternative).
+    series = ["partition_id", "provider", "metric"]
+    history = (pl.len().over(sweep) == 1) & (pl.len().over(series) >= MIN_HISTORY)
+    lone = (
+        ordered.filter(history)
+        .sort(*series, "from_session")
+        .with_columns(
+            pl.col("log_ratio").shift(1).over(series).alias("_prev"),
+            pl.col("_q2").shift(1).over(series).alias("_prev_q2"),
+        )
+    )
+    alone = lone.filter(pl.col("_prev").is_not_null()).select(
+        "_group", "gpu", "metric", pl.col("_sampling").alias("sampling"), "kernel", "provider",
+        (pl.col("log_ratio") - pl.col("_prev")).alias("x"), (pl.col("_q2") + pl.col("_prev_q2")).alias("q2"),
+        pl.lit(3.0).alias("c"), pl.lit(True).alias("may_change"), pl.lit(True).alias("history"),
+    )  # fmt: skip
+    pairs = paired.select(
+        "_group", "gpu", "metric",
+        pl.when(single).then(pl.lit("single")).otherwise(pl.lit("median")).alias("sampling"),
+        "kernel", "provider",
+        (pl.col("log_ratio") - pl.col("_nlog_ratio")).alias("x"),
+        (pl.col("_q2") + pl.col("_n_q2")).alias("q2"),
+        pl.lit(2.0).alias("c"),
+        pl.lit(True).alias("may_change"),
+        pl.lit(False).alias("history"),
+    )  # fmt: skip
+    return pl.concat([pairs, alone], how="vertical_relaxed")
+
+
+def sitting_samples(steps: pl.DataFrame) -> pl.DataFrame:
+    """Baseline sweep means, baseline-pair differences and A/A sweep means, each ``c =
+    1`` (see :mod:`kiana.stats.calibration`; A/A never a change): nothing of Liger's.  ``steps`` carry
+    ``_group`` and ``workload_var`` (the workload component's variance, which enters
+    each mean's known part)."""
+    sitting = ["_group", "kernel", "pass", "gpu", "metric", "from_session", "to_session"]
+    q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
+    base = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
+    base = base.select(
+        *sitting, "partition_id", "provider", "is_liger", "aa", "log_ratio", q2.alias("_q2")
+    )
+    baselines = base.filter(~pl.col("is_liger") & ~pl.col("aa"))
+    pairs = baselines.join(
+        baselines, on=[*sitting, "partition_id"], suffix="_b", maintain_order="left_right"
+    ).filter(pl.col("provider") < pl.col("provider_b"))
+    between = pairs.group_by(*sitting, "provider", "provider_b", maintain_order=True).agg(
+        (pl.col("log_ratio") - pl.col("log_ratio_b")).mean().alias("x"),
+        ((pl.col("_q2") + pl.col("_q2_b")).sum() / pl.len().pow(2)).alias("q2"),
+    )
+
+    def means(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.group_by(*sitting, "provider", maintain_order=True).agg(
+            pl.col("log_ratio").mean().alias("x"),
+            (pl.col("_q2").sum() / pl.len().pow(2)).alias("q2"),
+        )
+
+    columns = ["_group", "gpu", "metric", "kernel", "x", "q2", "c", "may_change"]
+    parts = [
+        (between, 1.0, True),
+        (means(baselines), 1.0, True),
+        (means(base.filter(pl.col("aa"))), 1.0, False),
+    ]
+    return pl.concat(
+        [
+            part.with_columns(pl.lit(c).alias("c"), pl.lit(change).alias("may_change")).select(
+                columns
+            )
+            for part, c, change in parts
+        ],
+        how="vertical_relaxed",
+    )

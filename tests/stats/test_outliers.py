@@ -1,0 +1,61 @@
+"""Outlier sessions: one session off, then back, is not two changes."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from kiana.stats import judge
+from tests.stats_fixtures import frame, run
+
+CALM = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0, 100.2, 99.9, 100.1, 100.0]
+
+
+def single_samples(levels: list[float]) -> list[dict[str, object]]:
+    """One slow single-sample workload (p20 = median = p80), a session every 3 days."""
+    return [run("0.8.0", m, day=3 * d, p20=m, p80=m) for d, m in enumerate(levels)]
+
+
+def test_one_session_off_and_back_is_an_outlier_not_two_changes() -> None:
+    levels = [*CALM, 59.0, 100.2, 99.8, 100.1]
+    result = judge(frame(single_samples(levels)))
+    around = result.steps.filter(pl.col("evidence").str.starts_with("outlier at "))
+    assert around.height == 2
+    assert set(around["verdict"]) == {"inconclusive"}
+    assert not result.steps["verdict"].is_in(["regression", "improvement"]).any()
+    entry = result.quality.filter(pl.col("kind") == "outlier").row(0, named=True)
+    assert entry["ratio"] == pytest.approx(0.59, rel=0.01)
+    assert entry["session"] == result.steps["to_session"][len(CALM) - 1]
+
+
+def test_a_last_session_off_keeps_its_verdict_and_says_so() -> None:
+    last = judge(frame(single_samples([*CALM, 59.0]))).steps.row(-1, named=True)
+    assert last["verdict"] == "improvement"
+    assert "latest session: whether it comes back is not known yet" in last["evidence"]
+
+
+def test_a_level_shift_after_an_outlier_is_still_a_change() -> None:
+    levels = [*CALM, 59.0, 100.2, 87.5, 87.4, 87.6]
+    verdicts = judge(frame(single_samples(levels))).steps["verdict"].to_list()
+    n = len(CALM)
+    assert verdicts[n - 1 : n + 2] == ["inconclusive", "inconclusive", "improvement"]
+
+
+def test_a_small_dip_and_return_is_two_changes_not_an_outlier() -> None:
+    levels = [*CALM, 92.3, 100.8, 100.6]
+    verdicts = judge(frame(single_samples(levels))).steps["verdict"].to_list()
+    n = len(CALM)
+    assert verdicts[n - 1 : n + 1] == ["improvement", "regression"]
+
+
+def test_one_workload_off_then_the_whole_sweep_moving_back_is_two_changes() -> None:
+    # w3 regresses alone (+33%) at 0.8.0; then every workload improves 30% at 0.9.0.
+    rows: list[dict] = []
+    for w in range(5):
+        base = 100.0 * (w + 1)
+        levels = [base, base * (1.33 if w == 3 else 1.0), base * (1.33 if w == 3 else 1) * 0.7]
+        for d, (v, m) in enumerate(zip(["0.7.0", "0.8.0", "0.9.0"], levels, strict=True)):
+            rows.append(run(v, m, workload=f"w{w}", day=9 * d, minute=w, spread=0.005))
+    found = judge(frame(rows)).findings
+    assert found.filter(pl.col("to_version") == "0.8.0")["workloads"].to_list() == ["w3"]
+    assert set(found["verdict"]) == {"regression", "improvement"}

@@ -1,0 +1,125 @@
+"""One tiny hand-made sweep per rule of the findings' table (kiana.stats.sweeps.rules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from kiana.stats import JudgeOptions, judge
+from tests.stats_fixtures import frame, run, sweep_rows
+
+OFF = JudgeOptions(calibrate=False)
+
+
+class Touched:
+    """A CodeChanges that says every baseline's code changed."""
+
+    def baseline_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
+        return pairs.with_columns(
+            pl.lit(True).alias("baseline_changed"),
+            pl.lit("benchmark_layer_norm.py changed in abc123def456").alias("baseline_note"),
+        )
+
+
+def finding(rows: list[dict[str, Any]], provider: str = "liger", **kw: Any) -> dict[str, Any]:
+    found = judge(frame(rows), **kw).findings.filter(pl.col("provider") == provider)
+    assert found.height == 1
+    row: dict[str, Any] = found.row(0, named=True)
+    return row
+
+
+def sweep(change: float, provider: str = "liger", **kw: Any) -> list[dict[str, Any]]:
+    base = {"liger": 100.0, "torch": 50.0, "huggingface": 70.0}[provider]
+    return sweep_rows([change] * 4, spread=0.005, provider=provider, base=base, **kw)
+
+
+def test_outlier() -> None:
+    rows = []
+    for w in range(3):
+        for d, m in enumerate([100.0, 100.2, 99.9, 100.1, 60.0, 100.0, 100.1]):
+            rows.append(
+                run("0.8.0", m * (w + 1), workload=f"w{w}", day=3 * d, minute=w, spread=0.002)
+            )
+    row = judge(frame(rows)).findings.filter(pl.col("basis") == "outlier")
+    assert row.height == 2 and set(row["verdict"]) == {"inconclusive"}
+
+
+def test_benchmark() -> None:
+    row = finding(sweep(0.0) + sweep(0.10, "torch"), "torch", code_changes=Touched())
+    assert (row["basis"], row["verdict"]) == ("benchmark", "regression")
+    assert "benchmark_layer_norm.py changed in abc123def456" in row["evidence"]
+
+
+def test_baseline_memory() -> None:
+    row = finding(sweep(0.0, metric="memory") + sweep(0.10, "torch", metric="memory"), "torch")
+    assert (row["basis"], row["verdict"]) == ("baseline_memory", "regression")  # never drift
+
+
+def test_baseline() -> None:
+    row = finding(sweep(0.0) + sweep(0.10, "torch"), "torch")
+    assert (row["basis"], row["verdict"]) == ("baseline", "drift")
+
+
+def test_memory() -> None:
+    row = finding(sweep(0.10, metric="memory") + sweep(0.10, "torch", metric="memory"))
+    assert (row["basis"], row["verdict"]) == (
+        "memory",
+        "regression",
+    )  # the control explains nothing
+    assert "memory does not move with the machine" in row["evidence"]
+
+
+def test_unguarded() -> None:
+    row = finding(sweep(0.10) + sweep(0.10, "torch"), code_changes=Touched())
+    assert (row["basis"], row["verdict"]) == ("unguarded", "regression")
+    assert row["control_provider"] is None
+    assert "benchmark changed between sessions: benchmark_layer_norm.py" in row["evidence"]
+
+
+def test_control_alone() -> None:
+    row = finding(sweep(0.0) + sweep(-0.10, "torch"))
+    assert row["basis"] == "control_alone"
+    assert row["verdict"] in {"unchanged", "inconclusive"}
+    assert row["evidence"].startswith("its control torch moved alone")
+
+
+def test_adjusted() -> None:
+    row = finding(sweep(0.10) + sweep(0.002, "torch"))
+    assert (row["basis"], row["verdict"], row["adjusted"]) == ("adjusted", "regression", True)
+    assert row["evidence"].startswith("liger moved +9.")
+
+
+def test_drift() -> None:
+    row = finding(sweep(0.10) + sweep(0.10, "torch"))
+    assert (row["basis"], row["verdict"], row["adjusted"]) == ("drift", "drift", False)
+    assert row["evidence"].startswith("the machine moved, not the kernel")
+    assert row["change"] >= 0.03  # a drift finding shows the move it rests on
+
+
+def test_raw() -> None:
+    row = finding(sweep(0.10))
+    assert (row["basis"], row["verdict"], row["adjusted"]) == ("raw", "regression", False)
+    assert "no control measured the machine" in row["evidence"]
+
+
+def test_lone() -> None:
+    row = finding(sweep_rows([0.0, 0.001, 0.30, -0.001, 0.002], spread=0.005))
+    assert (row["basis"], row["verdict"], row["workloads"]) == ("lone", "regression", "w2")
+
+
+def test_gross() -> None:
+    rows = sweep_rows([0.5, 0.6, 0.55], spread=0.0, kernel="slow")
+    row = finding(rows, options=OFF)
+    assert (row["basis"], row["verdict"]) == ("gross", "regression")
+
+
+def test_unchanged() -> None:
+    row = finding(sweep(0.001) + sweep(0.0, "torch"))
+    assert (row["basis"], row["verdict"]) == ("unchanged", "unchanged")
+    assert row["workloads"] is None and row["workloads_affected"] == 0
+
+
+def test_inconclusive() -> None:
+    row = finding(sweep_rows([0.02, 0.03], spread=0.15), options=OFF)
+    assert (row["basis"], row["verdict"]) == ("inconclusive", "inconclusive")

@@ -1,0 +1,75 @@
+"""Sitting states: the NPMLE of the factor prior and the tail-matched factors, against
+slow references."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from kiana.stats.states import FACTORS, ONE, PSEUDO, equivalent, npmle, posterior
+
+
+def npmle_reference(a: np.ndarray, rounds: int = 300) -> np.ndarray:
+    """The EM of the Kiefer-Wolfowitz NPMLE with plain loops (stopping as the fast one
+    does, when no weight moves by 1e-6)."""
+    n, k = a.shape
+    w = [1.0 / k] * k
+    for _ in range(rounds):
+        total = [0.0] * k
+        for g in range(n):
+            top = max(a[g])
+            like = [w[j] * math.exp(a[g][j] - top) for j in range(k)]
+            s = sum(like)
+            for j in range(k):
+                total[j] += like[j] / s
+        total[ONE] += PSEUDO
+        updated = [t / (n + PSEUDO) for t in total]
+        done = max(abs(u - v) for u, v in zip(updated, w, strict=True)) < 1e-6
+        w = updated
+        if done:
+            break
+    return np.array(w)
+
+
+def test_npmle_matches_the_reference() -> None:
+    rng = np.random.default_rng(0)
+    truth = np.where(rng.random(40) < 0.3, 8.0, 1.0)  # a calm and a shifted state
+    x = rng.normal(0.0, 0.003 * truth[:, None], (40, 6))
+    scale = 0.003 * FACTORS
+    a = (norm.logpdf(x[:, :, None], scale=scale[None, None, :])).sum(axis=1)
+    got = npmle(a)
+    assert got == pytest.approx(npmle_reference(a), abs=1e-6)
+    big = FACTORS >= 4.0
+    assert got[big].sum() == pytest.approx(0.3, abs=0.15)  # it finds the shifted share
+
+
+def test_a_group_without_samples_gets_the_prior() -> None:
+    weights = np.zeros(FACTORS.size)
+    weights[ONE], weights[-4] = 0.7, 0.3
+    post = posterior(np.zeros((1, FACTORS.size)), np.zeros((1, FACTORS.size)), weights)
+    assert post[0] == pytest.approx(weights)
+
+
+def test_the_equivalent_factor_matches_the_mixture_tail() -> None:
+    rng = np.random.default_rng(1)
+    post = rng.dirichlet(np.ones(FACTORS.size) * 0.3, size=5)
+    got = equivalent(post, 3.0)
+    for p, g in zip(post, got, strict=True):
+
+        def tail(f: float, p: np.ndarray = p) -> float:
+            return float((p * 2 * norm.sf(3.0 * f / FACTORS)).sum() - 2 * norm.sf(3.0))
+
+        assert g == pytest.approx(brentq(tail, FACTORS[0] / 10, FACTORS[-1] * 10), rel=1e-6)
+
+
+def test_a_calm_group_keeps_factor_one_and_a_possible_shift_costs_noise() -> None:
+    calm = np.zeros((1, FACTORS.size))
+    calm[0, ONE] = 1.0
+    assert equivalent(calm, 3.0)[0] == pytest.approx(1.0)
+    unsure = calm * 0.97
+    unsure[0, -6] = 0.03
+    assert equivalent(unsure, 3.0)[0] > 4.0
