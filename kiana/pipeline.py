@@ -78,7 +78,7 @@ class Selection:
             conditions.append(pl.col("metric") == self.metric)
         if self.to_origin is not None and "to_origin" in frame.columns:
             origins = pl.Series(sorted(self.to_origin), dtype=pl.String)
-            conditions.append(pl.col("to_origin").cast(pl.String).is_in(origins))
+            conditions.append(pl.col("to_origin").cast(pl.String).is_in(origins.implode()))
         return frame.filter(*conditions) if conditions else frame
 
     def check(self, runs: pl.DataFrame) -> None:
