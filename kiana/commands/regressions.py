@@ -121,7 +121,10 @@ def run(args: argparse.Namespace) -> int:
             {
                 "coverage": analysis.coverage.to_dict(),
                 "findings": findings,
-                "steps": analysis.annotate(analysis.steps, lists=repo is not None),
+                "steps": (
+                    analysis.annotate(steps, lists=repo is not None)
+                    for steps in analysis.iter_steps()
+                ),
                 "quality": analysis.quality,
                 "changepoints": analysis.changepoints,
                 "tradeoffs": analysis.tradeoffs,
@@ -156,7 +159,7 @@ def _versions(row: dict[str, object]) -> str:
 def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
     import polars as pl
 
-    result, findings, total = analysis.judgement, analysis.findings, analysis.runs.height
+    result, findings, total = analysis.judged, analysis.findings, analysis.runs_total
 
     own = findings.filter(~pl.col("folded"))
     counts = dict(own.group_by("verdict").len().iter_rows())
@@ -220,7 +223,7 @@ def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
     if hidden and not args.all:
         print(f"({hidden} unchanged findings and baseline providers' drift not shown: --all)")
     if args.steps:
-        _print_steps(result.steps, shown, args)
+        _print_steps(analysis.steps_of(shown), shown, args)
     changepoints = analysis.changepoints
     if changepoints.height:
         print()

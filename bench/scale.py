@@ -1,0 +1,201 @@
+"""Beyond one machine: load, regressions, report and export at 1M and 10M runs, peak
+memory by ``/usr/bin/time -v``, and the Spark runner against the local judge.
+
+    nice .venv/bin/python bench/scale.py --size 1m                   # every step, 1M runs
+    nice .venv/bin/python bench/scale.py --size 10m --steps load regressions report export
+    nice .venv/bin/python bench/scale.py --size 1m --steps spark     # kiana[spark], Java
+    .venv/bin/python bench/scale.py --table                          # the table of every result
+
+Corpora come from ``bench/scale_corpus.py`` (cached under ``bench/out/scale/<size>/``),
+the database from ``kiana load`` of that corpus (the load step, kept as
+``bench/out/scale/db-<size>.duckdb``).  Every step is one ``kiana`` command as a user
+runs it, under ``/usr/bin/time -v`` (wall time, maximum resident set size), one run
+each; the load average at the start of each step is recorded beside it, because the
+machine is shared.  Results append to ``bench/out/scale/results.jsonl``; ``--table``
+prints them with the ratios against issue 25's figures (2 cores, shared, generated
+corpora): per run, and peak memory against the 4 GiB target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out" / "scale"
+RESULTS = OUT / "results.jsonl"
+KIANA = [sys.executable, "-m", "kiana"]
+STEPS = ("load", "regressions", "report", "export", "spark")
+GIB = 2**30
+TARGET_BYTES = 4 * GIB
+
+#: Issue 25's measurements at 1M runs: seconds and peak GB (the lower figure of a range).
+ISSUE_1M: dict[str, tuple[float, float]] = {
+    "load": (37.0, 1.0),
+    "regressions": (48.0, 2.6),
+    "report": (31.0, 3.0),
+    "export": (13.0, 2.5),
+}
+
+
+def timed(argv: list[str], *, stdout: Path | None = None) -> dict[str, Any]:
+    """Run ``argv`` under ``/usr/bin/time -v``: seconds, peak bytes, exit status."""
+    log = OUT / "time.log"
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    with open(stdout or os.devnull, "wb") as sink:
+        done = subprocess.run(
+            ["/usr/bin/time", "-v", "-o", str(log), *argv],
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            check=False,
+        )
+    seconds = time.perf_counter() - started
+    text = log.read_text()
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))  # type: ignore[union-attr]
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stderr.decode()[-3000:]}")
+    return {
+        "seconds": round(seconds, 2),
+        "peak_bytes": peak * 1024,
+        "load_average": round(load, 2),
+        "stderr": done.stderr.decode()[-400:],
+    }
+
+
+def database(size: str) -> Path:
+    return OUT / f"db-{size}.duckdb"
+
+
+def runs_in(db: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return int(con.execute("SELECT count(*) FROM runs").fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def step(size: str, name: str, options: argparse.Namespace) -> dict[str, Any]:
+    """One measured step at ``size``."""
+    import scale_corpus
+
+    db = database(size)
+    memory = ["--memory-limit", options.memory_limit] if options.memory_limit else []
+    if name == "load":
+        corpus = scale_corpus.ensure(size)
+        for leftover in (db, db.with_name(db.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        result = timed([*KIANA, "load", str(corpus), "--db", str(db), "--quiet", *memory])
+    elif not db.exists():
+        raise SystemExit(f"{db}: run the load step first (--steps load)")
+    elif name == "regressions":
+        out = OUT / f"regressions-{size}.json"
+        result = timed([*KIANA, "regressions", "--db", str(db), "--json", *memory], stdout=out)
+        result["output_bytes"] = out.stat().st_size
+        out.unlink()
+    elif name == "report":
+        html = OUT / f"report-{size}.html"
+        result = timed([*KIANA, "report", "--db", str(db), "-o", str(html), "--quiet", *memory])
+        result["output_bytes"] = html.stat().st_size
+    elif name == "export":
+        lake = OUT / f"lake-{size}"
+        shutil.rmtree(lake, ignore_errors=True)
+        result = timed([*KIANA, "export", "--parquet", str(lake), "--db", str(db), "-q", *memory])
+        result["output_bytes"] = sum(p.stat().st_size for p in lake.rglob("*") if p.is_file())
+    else:
+        result = spark(size, options)
+    result.update(size=size, step=name, runs=runs_in(db), at=time.strftime("%Y-%m-%d %H:%M"))
+    result["commit"] = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    return result
+
+
+def spark(size: str, options: argparse.Namespace) -> dict[str, Any]:
+    """The Spark runner on ``local[2]`` against the local judge, on the same lake."""
+    lake = OUT / f"lake-{size}"
+    if not (lake / "kiana-export.json").exists():
+        raise SystemExit(f"{lake}: run the export step first (--steps export)")
+    here = OUT / f"findings-local-{size}"
+    there = OUT / f"findings-spark-{size}"
+    for folder in (here, there):
+        shutil.rmtree(folder, ignore_errors=True)
+    local = timed([*KIANA, "lake", str(lake), "--out", str(here), "--engine", "local", "-q"])
+    result = timed([*KIANA, "lake", str(lake), "--out", str(there), "--master", "local[2]", "-q"])
+    from kiana.lake import read_findings
+
+    a, b = read_findings(here), read_findings(there)
+    result.update(
+        local_seconds=local["seconds"],
+        local_peak_bytes=local["peak_bytes"],
+        findings=a.height,
+        identical=a.equals(b),
+    )
+    return result
+
+
+def table() -> str:
+    rows = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.strip()]
+    lines = [
+        "| size | runs | step | seconds | µs/run | vs issue 1M per run | peak GiB | < 4 GiB "
+        "| load avg | commit |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+    ]
+    for r in rows:
+        per_run = r["seconds"] / r["runs"] * 1e6
+        issue = ISSUE_1M.get(r["step"])
+        ratio = f"{per_run / (issue[0] / 1e6 * 1e6):.2f}x" if issue else ""
+        peak = r["peak_bytes"] / GIB
+        extra = ""
+        if r["step"] == "spark":
+            extra = (
+                f" (local judge {r['local_seconds']:.0f} s, {r['local_peak_bytes'] / GIB:.2f} GiB;"
+                f" {r['findings']:,} findings, identical: {r['identical']})"
+            )
+        lines.append(
+            f"| {r['size']} | {r['runs']:,} | {r['step']}{extra} | {r['seconds']:.1f} | "
+            f"{per_run:.1f} | {ratio} | {peak:.2f} | "
+            f"{'yes' if r['peak_bytes'] < TARGET_BYTES else 'NO'} | {r['load_average']:.1f} | "
+            f"{r['commit']} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", default="1m", help="1m, 10m, ... (bench/scale_corpus.py)")
+    parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS[:4]))
+    parser.add_argument("--memory-limit", help="passed to every kiana command (e.g. 3GB)")
+    parser.add_argument("--table", action="store_true", help="print every result and stop")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    if args.table:
+        print(table())
+        return 0
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in args.steps:
+        result = step(args.size, name, args)
+        with RESULTS.open("a") as sink:
+            sink.write(json.dumps(result) + "\n")
+        print(
+            f"{args.size} {name}: {result['seconds']:.1f} s, "
+            f"{result['peak_bytes'] / GIB:.2f} GiB peak (load average {result['load_average']})",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

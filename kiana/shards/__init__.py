@@ -1,0 +1,124 @@
+"""Judging in bounded memory: shard by shard, one GPU (or a few small ones) at a time.
+
+Every series, session, control, noise floor and drift check of
+:func:`kiana.stats.judge` lives inside one GPU, so judging each GPU's runs alone
+gives, for that GPU, exactly the rows that judging everything gives: the findings,
+steps, quality, change points and trade-offs of the shards concatenate, and their
+coverage counts add up.  (Exactly, once the judge's calibration is GPU-local: today
+``JudgeOptions(calibrate=True)`` scales the spread noise by one factor fitted on every
+step of the database, which no shard sees; ``calibrate=False`` is exact.)
+
+:func:`judge_all` is what :func:`kiana.analyze` runs: it plans the shards
+(:mod:`kiana.shards.plan`), reads each shard's runs from DuckDB with ``WHERE gpu IN
+(...)``, judges it, and keeps the results in a :class:`Judged`
+(:mod:`kiana.shards.results`), where each shard's runs and steps go to disk while the
+next shard is judged.  Peak memory is set by the largest shard, not the database.
+
+>>> import kiana
+>>> from kiana.stats import JudgeOptions
+>>> con = kiana.connect()
+>>> _ = kiana.load_paths(con, ["data/generated"])
+>>> options = JudgeOptions(calibrate=False)
+>>> whole = judge_all(con, options)                 # one shard: small enough
+>>> sharded = judge_all(con, options, max_runs=1)   # one GPU per shard
+>>> (whole.shards, sharded.shards)
+(1, 4)
+>>> sharded.findings.equals(whole.findings)
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import polars as pl
+
+from kiana.shards.plan import Shard, budget, memory_limit, plan, selectable, shard_runs
+from kiana.shards.results import Judged, merge_coverage, order_findings
+from kiana.stats import Coverage, Judgement, JudgeOptions, judge
+from kiana.stats.coverage import REASONS
+from kiana.stats.versions import check_baseline
+
+__all__ = [
+    "Judged",
+    "Shard",
+    "budget",
+    "judge_all",
+    "judge_shard",
+    "memory_limit",
+    "merge_coverage",
+    "order_findings",
+    "plan",
+    "selectable",
+    "shard_runs",
+]
+
+
+def judge_all(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions | None = None,
+    *,
+    max_runs: int | None = None,
+    spill: bool = True,
+) -> Judged:
+    """Judge every run behind ``con``, shard by shard (see the module docstring).
+    ``max_runs``: runs per shard (default :func:`kiana.shards.plan.budget`)."""
+    options = options or JudgeOptions()
+    shards = plan(con, max_runs=max_runs)
+    judged = Judged(spill=spill)
+    if len(shards) <= 1:  # everything at once, as the judge always did
+        runs = shard_runs(con)
+        judged.add(runs, judge(runs, options))
+        return judged
+    if options.baseline is not None:
+        check_baseline(_versions(con), options.baseline)
+    for shard in shards:
+        runs = shard_runs(con, shard)
+        judged.add(runs, judge_shard(runs, options))
+    return judged
+
+
+def _versions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The versions of the judgeable runs (passed, with a median), for the baseline check."""
+    frame: pl.DataFrame = con.sql(
+        "SELECT DISTINCT liger_version FROM runs "
+        "WHERE status = 'passed' AND median IS NOT NULL AND NOT isnan(median) ORDER BY 1"
+    ).pl()
+    return frame
+
+
+def judge_shard(runs: pl.DataFrame, options: JudgeOptions) -> Judgement:
+    """:func:`kiana.stats.judge` of one shard's runs.  With a ``baseline`` the shard
+    has no session of, no series of it has a step: its judgement is the judge's without
+    a baseline, less the steps (and what rests on them), and coverage gives every
+    series that would have been compared the reason ``no session of the baseline
+    version``, as the judge of every run does (it raises only when no GPU has the
+    baseline: :func:`judge_all` checks that first)."""
+    baseline = options.baseline
+    judgeable = runs.filter((pl.col("status") == "passed") & pl.col("median").is_not_null())
+    if baseline is None or (judgeable["liger_version"] == baseline).any():
+        return judge(runs, options)
+    free = judge(runs, dataclasses.replace(options, baseline=None))
+    cover = free.coverage
+    lost = cover.compared + cover.not_compared.get("no step", 0)
+    reasons = {r: n for r, n in cover.not_compared.items() if r in REASONS[:3]}
+    if lost:
+        reasons[REASONS[3]] = lost
+    tradeoffs = free.tradeoffs
+    return dataclasses.replace(
+        free,
+        steps=free.steps.clear(),
+        findings=free.findings.clear(),
+        quality=free.quality.filter(pl.col("kind") != "outlier"),
+        tradeoffs=None if tradeoffs is None else tradeoffs.clear(),
+        coverage=Coverage(
+            series=cover.series,
+            compared=0,
+            partitions=cover.partitions,
+            partitions_compared=0,
+            liger_series=cover.liger_series,
+            liger_compared=0,
+            not_compared=reasons,
+        ),
+    )
