@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "generate": "generate",
     "import": "import_",
     "export": "export",
+    "lake": "lake",
 }
 
 
