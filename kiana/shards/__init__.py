@@ -30,11 +30,21 @@ True
 from __future__ import annotations
 
 import dataclasses
+import tempfile
+from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from kiana.shards.plan import Shard, budget, memory_limit, plan, selectable, shard_runs
+from kiana.shards.plan import (
+    Shard,
+    budget,
+    memory_limit,
+    plan,
+    selectable,
+    shard_runs,
+    write_origins,
+)
 from kiana.shards.results import Judged, merge_coverage, order_findings
 from kiana.stats import Coverage, Judgement, JudgeOptions, judge
 from kiana.stats.coverage import REASONS
@@ -52,6 +62,7 @@ __all__ = [
     "plan",
     "selectable",
     "shard_runs",
+    "write_origins",
 ]
 
 
@@ -73,9 +84,11 @@ def judge_all(
         return judged
     if options.baseline is not None:
         check_baseline(_versions(con), options.baseline)
-    for shard in shards:
-        runs = shard_runs(con, shard)
-        judged.add(runs, judge_shard(runs, options))
+    with tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
+        origins = write_origins(con, Path(folder))
+        for shard in shards:
+            runs = shard_runs(con, shard, origins=origins)
+            judged.add(runs, judge_shard(runs, options))
     return judged
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -83,30 +84,67 @@ def plan(con: duckdb.DuckDBPyConnection, *, max_runs: int | None = None) -> list
     return shards
 
 
-def shard_runs(con: duckdb.DuckDBPyConnection, shard: Shard | None = None) -> pl.DataFrame:
+def _origins_sql() -> str:
+    """The origin of every run with one (as :func:`kiana.load.judged.judged_runs`)."""
+    return """
+        SELECT run_id,
+               nullif(concat_ws(':', max(value) FILTER (WHERE key = $commit),
+                                     max(value) FILTER (WHERE key = $csv)), '') AS origin
+        FROM labels WHERE key IN ($commit, $csv) GROUP BY run_id
+    """
+
+
+def write_origins(con: duckdb.DuckDBPyConnection, folder: Path) -> Path:
+    """Every run's origin, once, as Parquet partitioned by GPU under ``folder``: the
+    labels are one long table, read in one pass here instead of once per shard."""
+    commit, csv = ORIGIN_LABELS
+    target = folder / "origins"
+    quoted = "'" + str(target).replace("'", "''") + "'"
+    con.execute(
+        f"COPY (SELECT r.gpu, o.run_id, o.origin FROM ({_origins_sql()}) o "
+        "JOIN runs r USING (run_id)) "
+        f"TO {quoted} (FORMAT parquet, PARTITION_BY (gpu), OVERWRITE_OR_IGNORE)",
+        {"commit": commit, "csv": csv},
+    )
+    return target
+
+
+def shard_runs(
+    con: duckdb.DuckDBPyConnection, shard: Shard | None = None, *, origins: Path | None = None
+) -> pl.DataFrame:
     """The judged columns and ``origin`` of the runs of ``shard`` (every run when
     None): :func:`kiana.load.judged.judged_runs` with ``WHERE gpu IN (...)``, in its
-    order; the labels are read for those runs only."""
+    order.  ``origins``: the folder :func:`write_origins` wrote (empty: no run has an
+    origin), read for this shard's GPUs only; without it the labels are read."""
     columns = ", ".join(f'r."{c}"' for c in JUDGED_COLUMNS)
     gpus = list(shard.gpus) if shard is not None else []
-    where = f"WHERE gpu IN ({', '.join('?' * len(gpus))})" if gpus else ""
-    commit, csv = ORIGIN_LABELS
+    listed = ", ".join(f"$g{i}" for i in range(len(gpus)))
+    where = f"WHERE gpu IN ({listed})" if gpus else ""
+    params: dict[str, str] = {f"g{i}": gpu for i, gpu in enumerate(gpus)}
+    if origins is not None and gpus and not any(origins.rglob("*.parquet")):
+        source = "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS origin WHERE false"
+    elif origins is not None and gpus:
+        pattern = "'" + str(origins / "**" / "*.parquet").replace("'", "''") + "'"
+        source = (
+            f"SELECT run_id, origin FROM read_parquet({pattern}, hive_partitioning = true, "
+            f"hive_types_autocast = false) WHERE gpu IN ({listed})"
+        )
+    else:
+        commit, csv = ORIGIN_LABELS
+        params |= {"commit": commit, "csv": csv}
+        source = _origins_sql()
+        if gpus:
+            source = source.replace(
+                "GROUP BY", "AND run_id IN (SELECT run_id FROM chosen) GROUP BY"
+            )
     relation = con.sql(
         f"""
-        WITH chosen AS (SELECT * FROM runs {where}),
-        origins AS (
-            SELECT run_id,
-                   nullif(concat_ws(':', max(value) FILTER (WHERE key = ?),
-                                         max(value) FILTER (WHERE key = ?)), '') AS origin
-            FROM labels
-            WHERE key IN (?, ?) {"AND run_id IN (SELECT run_id FROM chosen)" if gpus else ""}
-            GROUP BY run_id
-        )
+        WITH chosen AS (SELECT * FROM runs {where}), origins AS ({source})
         SELECT {columns}, o.origin
         FROM chosen r LEFT JOIN origins o USING (run_id)
         ORDER BY r.partition_id, r.provider, r.observed_at, r.run_id
         """,
-        params=[*gpus, commit, csv, commit, csv],
+        params=params,
     )
     frame: pl.DataFrame = relation.pl()
     return frame

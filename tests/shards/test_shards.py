@@ -152,3 +152,35 @@ def test_analyze_shows_the_same_through_every_door(data: duckdb.DuckDBPyConnecti
     assert_frame_equal(analysis.judgement.findings, whole.findings)
     assert analysis.runs_total == analysis.runs.height == judged_runs(data).height
     assert sum(s.height for s in analysis.iter_steps()) == whole.steps.height
+
+
+@pytest.fixture(scope="module")
+def commits() -> Iterator[duckdb.DuckDBPyConnection]:
+    """Runs with origins: the generated corpus, each sitting labelled with a commit and
+    a CSV as the Liger importer labels rows (a commit per day and GPU)."""
+    config = CorpusConfig(seed=6, kernels=("rms_norm", "layer_norm"), sweep_size=2)
+    docs = []
+    for doc in generate(config).documents():
+        spec = doc["run"]["spec"]
+        day = spec["observedAt"][:10]
+        gpu = doc["environment"]["spec"]["hardware"]["product"]
+        doc["run"]["metadata"]["labels"] |= {"liger_commit": f"{day}-{gpu}", "liger_csv": "x.csv"}
+        docs.append(doc)
+    con = kiana.load.connect(None)
+    kiana.load.load_documents(con, docs, source="test")
+    yield con
+    con.close()
+
+
+def test_origins_are_read_once_and_match(commits: duckdb.DuckDBPyConnection) -> None:
+    whole = judged_runs(commits)
+    assert whole["origin"].null_count() == 0
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        from kiana.shards import write_origins
+
+        origins = write_origins(commits, Path(folder))
+        parts = [shard_runs(commits, s, origins=origins) for s in plan(commits, max_runs=1)]
+    assert_frame_equal(_sorted(pl.concat(parts)), _sorted(whole))
+    assert_same(judge_all(commits, EXACT, max_runs=1), judge_all(commits, EXACT))
