@@ -29,14 +29,17 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from kiana.shards.plan import (
+    DUCKDB_SHARE,
     Shard,
     budget,
     memory_limit,
@@ -84,12 +87,30 @@ def judge_all(
         return judged
     if options.baseline is not None:
         check_baseline(_versions(con), options.baseline)
-    with tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
+    with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
         origins = write_origins(con, Path(folder))
         for shard in shards:
             runs = shard_runs(con, shard, origins=origins)
             judged.add(runs, judge_shard(runs, options))
     return judged
+
+
+@contextlib.contextmanager
+def _duckdb_share(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB's ``memory_limit`` at most :data:`DUCKDB_SHARE` while the shards are
+    read (unless set lower, e.g. by ``--memory-limit``), restored after.  DuckDB keeps
+    what it buffered up to its limit (80% of RAM by default): beside the judge of a
+    shard, its reading of every run's labels would otherwise stay resident."""
+    limit = memory_limit(con)
+    if limit is not None and limit <= DUCKDB_SHARE:
+        yield
+        return
+    (before,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+    con.execute(f"SET memory_limit = '{DUCKDB_SHARE // 2**20}MiB'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{before}'")
 
 
 def _versions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

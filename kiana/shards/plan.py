@@ -36,6 +36,10 @@ SHARD_RUNS = 500_000
 #: kept): ~1.2 KB at 1M runs (bench/scale.py), with a margin.
 BYTES_PER_RUN = 2_000
 
+#: DuckDB's memory while shards are read, when no lower ``memory_limit`` is set: it
+#: spills the one large query (every run's origin) to its temp directory beyond that.
+DUCKDB_SHARE = 512 << 20
+
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
