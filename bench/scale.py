@@ -34,6 +34,8 @@ ROOT = HERE.parent
 OUT = HERE / "out" / "scale"
 RESULTS = OUT / "results.jsonl"
 KIANA = [sys.executable, "-m", "kiana"]
+#: Where ``-m kiana`` is imported from: this tree, or ``--tree DIR`` (a patched copy).
+TREE = [ROOT]
 STEPS = ("load", "regressions", "report", "export", "spark")
 GIB = 2**30
 TARGET_BYTES = 4 * GIB
@@ -57,7 +59,7 @@ def timed(argv: list[str], *, stdout: Path | None = None) -> dict[str, Any]:
             ["/usr/bin/time", "-v", "-o", str(log), *argv],
             stdout=sink,
             stderr=subprocess.PIPE,
-            cwd=ROOT,
+            cwd=TREE[0],
             check=False,
         )
     seconds = time.perf_counter() - started
@@ -131,7 +133,7 @@ def step(size: str, name: str, options: argparse.Namespace) -> dict[str, Any]:
     result.update(size=size, step=name, runs=runs_in(db), at=time.strftime("%Y-%m-%d %H:%M"))
     result["commit"] = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
+    ).stdout.strip() + ("" if TREE[0] == ROOT else f" + {TREE[0].name}")
     return result
 
 
@@ -199,12 +201,17 @@ def main() -> int:
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS[:4]))
     parser.add_argument("--memory-limit", help="passed to every kiana command (e.g. 3GB)")
     parser.add_argument("--table", action="store_true", help="print every result and stop")
+    parser.add_argument(
+        "--tree", type=Path, help="run the kiana of this folder (e.g. a patched copy)"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     if args.table:
         print(table())
         return 0
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.tree:
+        TREE[0] = args.tree.resolve()
     for name in args.steps:
         result = step(args.size, name, args)
         with RESULTS.open("a") as sink:

@@ -9,7 +9,7 @@ coverage counts add up.  (Exactly, once the judge's calibration is GPU-local: to
 step of the database, which no shard sees; ``calibrate=False`` is exact.)
 
 :func:`judge_all` is what :func:`kiana.analyze` runs: it plans the shards
-(:mod:`kiana.shards.plan`), reads each shard's runs from DuckDB with ``WHERE gpu IN
+(:mod:`kiana.shards.runs`), reads each shard's runs from DuckDB with ``WHERE gpu IN
 (...)``, judges it, and keeps the results in a :class:`Judged`
 (:mod:`kiana.shards.results`), where each shard's runs and steps go to disk while the
 next shard is judged.  Peak memory is set by the largest shard, not the database.
@@ -38,7 +38,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from kiana.shards.plan import (
+from kiana.shards.results import Judged, merge_coverage, order_findings
+from kiana.shards.runs import (
     DUCKDB_SHARE,
     Shard,
     budget,
@@ -48,7 +49,6 @@ from kiana.shards.plan import (
     shard_runs,
     write_origins,
 )
-from kiana.shards.results import Judged, merge_coverage, order_findings
 from kiana.stats import Coverage, Judgement, JudgeOptions, judge
 from kiana.stats.coverage import REASONS
 from kiana.stats.versions import check_baseline
@@ -77,7 +77,7 @@ def judge_all(
     spill: bool = True,
 ) -> Judged:
     """Judge every run behind ``con``, shard by shard (see the module docstring).
-    ``max_runs``: runs per shard (default :func:`kiana.shards.plan.budget`)."""
+    ``max_runs``: runs per shard (default :func:`kiana.shards.runs.budget`)."""
     options = options or JudgeOptions()
     shards = plan(con, max_runs=max_runs)
     judged = Judged(spill=spill)
