@@ -201,7 +201,7 @@ class Judged:
 
     def runs_of(self, partitions: list[str]) -> pl.DataFrame:
         """The runs of the ``partitions`` named, from every shard."""
-        wanted = pl.Series(partitions, dtype=pl.String)
+        wanted = pl.lit(pl.Series(partitions, dtype=pl.String)).implode()
         frames = [
             part.scan("runs").filter(pl.col("partition_id").is_in(wanted)) for part in self._parts
         ]
