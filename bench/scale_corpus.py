@@ -1,11 +1,11 @@
 """A scale corpus: millions of kernelindex documents with per-commit histories, fast.
 
-    .venv/bin/python bench/scale_corpus.py --runs 1m            # bench/out/scale/1m/*.jsonl.gz
-    .venv/bin/python bench/scale_corpus.py --runs 10m --jobs 2  # ~10M documents, a few minutes
+    .venv/bin/python bench/scale_corpus.py --runs 10m --jobs 2   # bench/out/scale/10m/*.jsonl.gz
 
 ``kiana generate`` plans every run in Python and caps at 1,000 versions; this writes
 the documents with polars, a chunk of rows at a time (every document of a chunk is one
-``concat_str``), gzip level 1, one file per GPU and chunk.  What it models:
+``concat_str``), gzip level 1, one file per GPU and chunk; documents spread over each
+file's first chunk are checked against :func:`kiana.documents.build_document`.  It models:
 
 * a **commit history**: ``COMMITS`` commits, one every ~6 hours over ~2 years, a
   release every ~40 commits; a session at a commit carries the release installed then
@@ -23,9 +23,7 @@ the documents with polars, a chunk of rows at a time (every document of a chunk 
 
 Breadth grows with ``--runs``, not series length: 1M and 10M have the same mix of
 series lengths, so time per run can be compared.  Groups are drawn from 20 GPUs x the
-catalog's kernels and passes until the target is reached; the first
-``scale_corpus.check(...)`` rows of every file are compared with
-:func:`kiana.documents.build_document` (the documents kiana's own generator writes).
+catalog's kernels and passes until the target is reached.
 """
 
 from __future__ import annotations
@@ -69,8 +67,8 @@ START = datetime(2024, 9, 1)
 CHUNK = 200_000
 CSV = "benchmark/data/all_benchmark_data.csv"
 
-#: The catalog's GPUs and 13 more: 10M runs spread over 20 GPUs (an index of several
-#: kernel libraries), so one GPU holds ~0.5M of them.
+#: The catalog's GPUs and 13 more: 10M runs over 20 GPUs (~0.5M each), as an index of
+#: several kernel libraries would hold.
 EXTRA_GPUS = (
     Gpu("nvidia", "NVIDIA H200", "141GB HBM3e", "sm_90", "NVIDIA H200"),
     Gpu("nvidia", "NVIDIA B200", "180GB HBM3e", "sm_100", "NVIDIA B200"),
@@ -197,44 +195,41 @@ def _series_frame(groups: pl.DataFrame, commits: pl.DataFrame, seed: int) -> pl.
     ).sort("gpu", "kernel", "pass", "commit", "provider", "w", "metric")
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def _lookup(groups: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """The per-key JSON fragments: protocol, environment and digests, made once each."""
-    compact = {"separators": (",", ":"), "ensure_ascii": False}
-    protocols = pl.DataFrame(
-        [
-            {
-                "pass": p,
-                "protocol_json": json.dumps(protocol_document(p), **compact),  # type: ignore[arg-type]
-                "protocol_digest": digest(protocol_document(p)),
-            }
-            for p in sorted({str(p) for p in groups["pass"]})
-        ]
-    )
-    gpus = pl.DataFrame(
-        [
-            {
-                "gpu": i,
-                "environment_json": json.dumps(environment_document(g), **compact),  # type: ignore[arg-type]
-                "environment_digest": digest(environment_document(g)),
-                "gpu_slug": g.slug,
-            }
-            for i, g in enumerate(ALL_GPUS)
-        ],
-        schema_overrides={"gpu": pl.Int32},
-    )
-    workloads = pl.DataFrame(
-        [
-            {
-                "kernel": k,
-                "workload": slug,
-                "workload_digest": digest({"kernel": k, "workload": slug, "params": params}),
-                "params": json.dumps(params),
-            }
-            for k in sorted({str(k) for k in groups["kernel"]})
-            for slug, params, _ in _workloads(k)
-        ]
-    )
-    return {"protocols": protocols, "gpus": gpus, "workloads": workloads}
+    passes = sorted({str(p) for p in groups["pass"]})
+    protocols = [(p, _compact(protocol_document(p)), digest(protocol_document(p))) for p in passes]
+    gpus = [
+        (i, _compact(environment_document(g)), digest(environment_document(g)), g.slug)
+        for i, g in enumerate(ALL_GPUS)
+    ]
+    workloads = [
+        (k, slug, digest({"kernel": k, "workload": slug, "params": params}), json.dumps(params))
+        for k in sorted({str(k) for k in groups["kernel"]})
+        for slug, params, _ in _workloads(k)
+    ]
+    return {
+        "protocols": pl.DataFrame(
+            protocols, schema=["pass", "protocol_json", "protocol_digest"], orient="row"
+        ),
+        "gpus": pl.DataFrame(
+            gpus,
+            schema={
+                "gpu": pl.Int32,
+                "environment_json": pl.String,
+                "environment_digest": pl.String,
+                "gpu_slug": pl.String,
+            },
+            orient="row",
+        ),
+        "workloads": pl.DataFrame(
+            workloads, schema=["kernel", "workload", "workload_digest", "params"], orient="row"
+        ),
+    }
 
 
 def _implementations(runs: pl.DataFrame) -> pl.DataFrame:
@@ -254,8 +249,9 @@ def _q(text: str) -> pl.Expr:
     return pl.lit(text)
 
 
-def _documents(runs: pl.DataFrame) -> pl.Series:
-    """The JSON text of every run (the shape of :func:`kiana.documents.build_document`)."""
+def _values(runs: pl.DataFrame) -> dict[str, pl.Expr]:
+    """The JSON texts of a run's numbers: ``timing``, ``measurements`` and the harness's
+    ``metrics`` (latency in ns and ms, or memory in MB), as :func:`build_document`."""
     latency = pl.col("metric") == "latency"
     median_ns = pl.col("median").round(0).cast(pl.Int64)
     half = pl.col("median") * pl.col("spread")
@@ -268,80 +264,61 @@ def _documents(runs: pl.DataFrame) -> pl.Series:
         for q in ints.columns
     }
     mb = pl.col("median").cast(pl.String)
+    timing = _q('"timing":{"latencyNs":{"median":') + median_ns.cast(pl.String)
+    ns = [_q('[{"unit":"ns","value":'), p20.cast(pl.String)]
+    ns += [_q(',"metric":"latency","statistic":"p20"},{"unit":"ns","value":')]
+    ns += [p80.cast(pl.String), _q(',"metric":"latency","statistic":"p80"}]')]
+    megabytes = [_q('[{"unit":"MB","value":'), mb]
+    for statistic, last in (("p20", False), ("median", False), ("p80", True)):
+        megabytes.append(_q(f',"metric":"memory","statistic":"{statistic}"}}'))
+        megabytes += [_q("]")] if last else [_q(',{"unit":"MB","value":'), mb]
+    native_ms = [_q('{"ms_20":'), ms["20"], _q(',"ms_50":'), ms["50"], _q(',"ms_80":')]
+    native_mb = [_q('{"mb_20":'), mb, _q(',"mb_50":'), mb, _q(',"mb_80":'), mb, _q("}")]
+    return {
+        "timing": pl.when(latency)
+        .then(timing + _q('},"primaryStatistic":"median"},'))
+        .otherwise(_q("")),
+        "measurements": pl.when(latency)
+        .then(pl.concat_str(ns))
+        .otherwise(pl.concat_str(megabytes)),
+        "metrics": pl.when(latency)
+        .then(pl.concat_str([*native_ms, ms["80"], _q("}")]))
+        .otherwise(pl.concat_str(native_mb)),
+    }
+
+
+def _documents(runs: pl.DataFrame) -> pl.Series:
+    """The JSON text of every run (the shape of :func:`kiana.documents.build_document`)."""
+    values = _values(runs)
     stamp = pl.col("observed_at").dt.strftime("%Y-%m-%d-%H-%M-%S")
     title = pl.col("kernel").replace_strict({k: s.title for k, s in KERNELS.items()})
-    name = (
-        _q("liger-")
-        + pl.concat_str(
-            "kernel", "pass", "provider", "gpu_slug", "workload", stamp, separator="-"
-        ).str.replace_all("_", "-")
-    ).str.slice(0, NAME_LIMIT)
-    timing = (
-        pl.when(latency)
-        .then(
-            _q('"timing":{"latencyNs":{"median":')
-            + median_ns.cast(pl.String)
-            + _q('},"primaryStatistic":"median"},')
-        )
-        .otherwise(_q(""))
-    )
-    measured = (
-        pl.when(latency)
-        .then(
-            _q('[{"unit":"ns","value":')
-            + p20.cast(pl.String)
-            + _q(',"metric":"latency","statistic":"p20"},{"unit":"ns","value":')
-            + p80.cast(pl.String)
-            + _q(',"metric":"latency","statistic":"p80"}]')
-        )
-        .otherwise(
-            pl.concat_str(
-                _q('[{"unit":"MB","value":'),
-                mb,
-                _q(',"metric":"memory","statistic":"p20"},{"unit":"MB","value":'),
-                mb,
-                _q(',"metric":"memory","statistic":"median"},{"unit":"MB","value":'),
-                mb,
-                _q(',"metric":"memory","statistic":"p80"}]'),
-            )
-        )
-    )
-    native = (
-        pl.when(latency)
-        .then(
-            pl.concat_str(
-                _q('{"ms_20":'), ms["20"], _q(',"ms_50":'), ms["50"], _q(',"ms_80":'), ms["80"]
-            )
-            + _q("}")
-        )
-        .otherwise(_q('{"mb_20":') + mb + _q(',"mb_50":') + mb + _q(',"mb_80":') + mb + _q("}"))
-    )
-    external = pl.concat_str(
-        "kernel", "pass", "provider", "gpu_slug", "workload", stamp, separator="/"
-    )
+    keys = ("kernel", "pass", "provider", "gpu_slug", "workload")
+    slug = pl.concat_str(*keys, stamp, separator="-").str.replace_all("_", "-")
+    name = (_q("liger-") + slug).str.slice(0, NAME_LIMIT)
+    external = pl.concat_str(*keys, stamp, separator="/")
     doc = pl.concat_str(
         _q('{"run":{"kind":"BenchmarkRun","spec":{"status":"passed",'),
-        timing,
+        values["timing"],
         _q('"observedAt":"'),
         pl.col("observed_at").dt.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
         _q('","measurements":'),
-        measured,
+        values["measurements"],
         _q(f',"sourceNative":{{"source":"{SOURCE}","metrics":'),
-        native,
+        values["metrics"],
         _q(',"benchmark":"'),
         pl.col("kernel"),
         _q("/"),
         pl.col("pass"),
         _q('","externalId":"'),
         external,
-        _q('"},"protocolDigest":"'),
-        pl.col("protocol_digest"),
-        _q('","workloadDigest":"'),
-        pl.col("workload_digest"),
-        _q('","environmentDigest":"'),
-        pl.col("environment_digest"),
-        _q('","implementationDigest":"'),
-        pl.col("implementation_digest"),
+        *(
+            piece
+            for key in ("protocol", "workload", "environment", "implementation")
+            for piece in (
+                _q(f'","{key}Digest":"' if key != "protocol" else '"},"protocolDigest":"'),
+                pl.col(f"{key}_digest"),
+            )
+        ),
         _q('"},"metadata":{"name":"'),
         name,
         _q('","title":"'),
@@ -363,10 +340,15 @@ def _documents(runs: pl.DataFrame) -> pl.Series:
     return runs.select(doc.alias("doc")).to_series()
 
 
-def check(runs: pl.DataFrame, docs: pl.Series, rows: int = 50) -> None:
-    """The first ``rows`` documents equal :func:`build_document`'s for the same run."""
-    for row, text in zip(runs.head(rows).iter_rows(named=True), docs.head(rows), strict=True):
-        gpu = ALL_GPUS[row["gpu"]]
+def check(runs: pl.DataFrame, docs: pl.Series, rows: int = 60) -> None:
+    """``rows`` documents spread over the chunk (memory runs among them) equal
+    :func:`build_document`'s for the same runs."""
+    step = max(1, runs.height // rows)
+    index = pl.int_range(pl.len())
+    picked = runs.with_columns(doc=docs).filter(
+        (index % step == 0) | (index == pl.col("metric").eq("memory").arg_true().first())
+    )
+    for row in picked.iter_rows(named=True):
         latency = row["metric"] == "latency"
         median = round(row["median"]) if latency else row["median"]
         half = row["median"] * row["spread"]
@@ -375,7 +357,7 @@ def check(runs: pl.DataFrame, docs: pl.Series, rows: int = 50) -> None:
             kernel_title=KERNELS[row["kernel"]].title,
             pass_=row["pass"],
             provider=row["provider"],
-            gpu=gpu,
+            gpu=ALL_GPUS[row["gpu"]],
             workload=row["workload"],
             observed_at=row["observed_at"],
             liger_version=row["liger_version"],
@@ -386,15 +368,14 @@ def check(runs: pl.DataFrame, docs: pl.Series, rows: int = 50) -> None:
             workload_params=json.loads(row["params"]),
             labels={"liger_csv": CSV, "liger_commit": row["sha"]},
         )
-        expected = build_document(spec)
-        if json.loads(text) != expected:
-            raise AssertionError(f"document differs from build_document:\n{text}\n{expected}")
+        if json.loads(row["doc"]) != build_document(spec):
+            raise AssertionError(f"document differs from build_document:\n{row['doc']}")
 
 
-def _write_gpu(job: tuple[int, Path, int]) -> tuple[int, int]:
-    """Write every document of one GPU: (documents, bytes)."""
-    gpu, out, seed = job
-    groups = _groups(SIZES_TARGET[0], seed).filter(pl.col("gpu") == gpu)
+def _write_gpu(job: tuple[int, int, Path, int]) -> tuple[int, int]:
+    """Write every document of one GPU of a ``target``-run corpus: (documents, bytes)."""
+    target, gpu, out, seed = job
+    groups = _groups(target, seed).filter(pl.col("gpu") == gpu)
     if groups.height == 0:
         return 0, 0
     commits = _commits(seed)
@@ -420,20 +401,15 @@ def _write_gpu(job: tuple[int, Path, int]) -> tuple[int, int]:
     return written, size
 
 
-#: The target of the current build (set in main, read by the worker processes).
-SIZES_TARGET = [0]
-
-
 def build(target: int, out: Path, *, seed: int = 0, jobs: int = 2) -> dict[str, Any]:
     """Write the corpus of ``target`` runs under ``out`` (existing files replaced)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.jsonl.gz"):
         old.unlink()
-    SIZES_TARGET[0] = target
     started = time.perf_counter()
     gpus = sorted({int(g) for g in _groups(target, seed)["gpu"]})
-    with ProcessPoolExecutor(jobs, initializer=_set_target, initargs=(target,)) as pool:
-        results = list(pool.map(_write_gpu, [(g, out, seed) for g in gpus]))
+    with ProcessPoolExecutor(jobs) as pool:
+        results = list(pool.map(_write_gpu, [(target, g, out, seed) for g in gpus]))
     info = {
         "runs": sum(r[0] for r in results),
         "bytes": sum(r[1] for r in results),
@@ -442,10 +418,6 @@ def build(target: int, out: Path, *, seed: int = 0, jobs: int = 2) -> dict[str, 
     }
     (out / ".done").write_text(json.dumps(info) + "\n")
     return info
-
-
-def _set_target(target: int) -> None:
-    SIZES_TARGET[0] = target
 
 
 def ensure(size: str, *, jobs: int = 2) -> Path:
