@@ -69,7 +69,7 @@ def timed(argv: list[str], *, stdout: Path | None = None) -> dict[str, Any]:
     cpu = float(_field(text, r"User time \(seconds\)")) + float(
         _field(text, r"System time \(seconds\)")
     )
-    if done.returncode not in (0, 1):
+    if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stderr.decode()[-3000:]}")
     return {
         "seconds": round(seconds, 2),

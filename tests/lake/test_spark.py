@@ -9,6 +9,7 @@ the runner is not tested.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -20,7 +21,7 @@ from polars.testing import assert_frame_equal
 
 import kiana.load
 from kiana.export import export_parquet
-from kiana.generate import CorpusConfig, generate, write_corpus
+from kiana.generate import CorpusConfig, generate
 from kiana.lake import judge_lake, read_coverage, read_findings, read_table
 from kiana.shards import judge_all
 from kiana.stats import JudgeOptions
@@ -49,7 +50,12 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("lake")
     files = sorted((ROOT / "data" / "generated").rglob("*.json*"))
     config = CorpusConfig(seed=7, kernels=("rms_norm",), sweep_size=2, histories=1)
-    write_corpus(generate(config), root / "more", "jsonl")
+    (root / "more").mkdir()
+    with (root / "more" / "documents.jsonl").open("w") as sink:
+        for doc in generate(config).documents():  # with origins, as Liger's importer labels
+            day = doc["run"]["spec"]["observedAt"][:10]
+            doc["run"]["metadata"]["labels"] |= {"liger_commit": day, "liger_csv": "x.csv"}
+            sink.write(json.dumps(doc) + "\n")
     for part in ([*files, root / "more"], [root / "more"]):  # two writers, shared runs
         con = kiana.load.connect(None)
         kiana.load.load(con, part)
@@ -74,6 +80,7 @@ def test_spark_gives_the_local_judges_findings(judged: tuple[Path, Path]) -> Non
     here, there = judged
     findings = read_findings(here)
     assert findings.height > 0 and findings["gpu"].n_unique() > 1
+    assert findings["to_origin"].null_count() < findings.height, "origins are judged too"
     assert_frame_equal(read_findings(there), findings)
     for table in ("steps", "quality", "changepoints", "tradeoffs"):
         assert_frame_equal(_sorted(read_table(there, table)), _sorted(read_table(here, table)))
