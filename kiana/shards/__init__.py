@@ -89,24 +89,29 @@ def judge_all(
         check_baseline(_versions(con), options.baseline)
     with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
         origins = write_origins(con, Path(folder))
-        for shard in shards:
-            runs = shard_runs(con, shard, origins=origins)
-            judged.add(runs, judge_shard(runs, options))
+        with _duckdb_share(con, READ_SHARE):  # a shard's read is small: let the rest go
+            for shard in shards:
+                runs = shard_runs(con, shard, origins=origins)
+                judged.add(runs, judge_shard(runs, options))
     return judged
 
 
+#: DuckDB's memory while the shards' runs are read, after every origin was written.
+READ_SHARE = 256 << 20
+
+
 @contextlib.contextmanager
-def _duckdb_share(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB's ``memory_limit`` at most :data:`DUCKDB_SHARE` while the shards are
-    read (unless set lower, e.g. by ``--memory-limit``), restored after.  DuckDB keeps
-    what it buffered up to its limit (80% of RAM by default): beside the judge of a
-    shard, its reading of every run's labels would otherwise stay resident."""
+def _duckdb_share(con: duckdb.DuckDBPyConnection, share: int = DUCKDB_SHARE) -> Iterator[None]:
+    """DuckDB's ``memory_limit`` at most ``share`` while the shards are read (unless
+    set lower, e.g. by ``--memory-limit``), restored after.  DuckDB keeps what it
+    buffered up to its limit (80% of RAM by default, the database file's blocks too):
+    beside the judge of a shard, that would otherwise stay resident."""
     limit = memory_limit(con)
-    if limit is not None and limit <= DUCKDB_SHARE:
+    if limit is not None and limit <= share:
         yield
         return
     (before,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
-    con.execute(f"SET memory_limit = '{DUCKDB_SHARE // 2**20}MiB'")
+    con.execute(f"SET memory_limit = '{share // 2**20}MiB'")
     try:
         yield
     finally:

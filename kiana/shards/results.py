@@ -100,7 +100,7 @@ class Judged:
         self.runs_judged = 0
 
     def add(self, runs: pl.DataFrame, judgement: Judgement) -> None:
-        """Keep one shard's runs and judgement."""
+        """Keep one shard's runs and judgement (no more once findings were read)."""
         self.runs_total += runs.height
         self.runs_judged += judgement.runs_judged
         self._parts.append(_Part(runs, judgement.steps))
@@ -136,10 +136,10 @@ class Judged:
 
     @property
     def findings(self) -> pl.DataFrame:
-        """Every finding, most important first."""
-        if len(self._small["findings"]) == 1:
-            return self._small["findings"][0]
-        return order_findings(self._concat("findings"))
+        """Every finding, most important first (merged once; the shards' frames go)."""
+        if len(self._small["findings"]) > 1:
+            self._small["findings"] = [order_findings(self._concat("findings"))]
+        return self._small["findings"][0]
 
     @property
     def quality(self) -> pl.DataFrame:
