@@ -96,8 +96,9 @@ def judge_all(
     return judged
 
 
-#: DuckDB's memory while the shards' runs are read, after every origin was written.
-READ_SHARE = 256 << 20
+#: DuckDB's memory while the shards' runs are read, after every origin was written
+#: (a shard's rows stream out of DuckDB: its filter, the join with its origins).
+READ_SHARE = 384 << 20
 
 
 @contextlib.contextmanager

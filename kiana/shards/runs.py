@@ -40,6 +40,9 @@ BYTES_PER_RUN = 2_000
 #: spills the one large query (every run's origin) to its temp directory beyond that.
 DUCKDB_SHARE = 512 << 20
 
+#: The order of :func:`kiana.load.judged.judged_runs` (its ORDER BY).
+ORDER = ("partition_id", "provider", "observed_at", "_run_id")
+
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
@@ -141,17 +144,21 @@ def shard_runs(
             source = source.replace(
                 "GROUP BY", "AND run_id IN (SELECT run_id FROM chosen) GROUP BY"
             )
+    # Sorted here rather than by DuckDB's ORDER BY (the same byte order of strings, and
+    # run_id last makes it total): DuckDB then streams the rows out in batches, with no
+    # sort of a whole shard held in its memory.
     relation = con.sql(
         f"""
         WITH chosen AS (SELECT * FROM runs {where}), origins AS ({source})
-        SELECT {columns}, o.origin
+        SELECT {columns}, o.origin, r.run_id AS _run_id
         FROM chosen r LEFT JOIN origins o USING (run_id)
-        ORDER BY r.partition_id, r.provider, r.observed_at, r.run_id
         """,
         params=params,
     )
-    frame: pl.DataFrame = relation.pl()
-    return frame
+    reader = relation.fetch_arrow_reader(1 << 16)
+    frame = pl.from_arrow(reader.read_all())
+    assert isinstance(frame, pl.DataFrame)
+    return frame.sort(*ORDER).drop("_run_id")
 
 
 def selectable(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
