@@ -155,8 +155,9 @@ def shard_runs(
         """,
         params=params,
     )
-    reader = relation.fetch_arrow_reader(1 << 16)
-    frame = pl.from_arrow(reader.read_all())
+    # DuckDB 2 names it to_arrow_reader; 1.x fetch_arrow_reader
+    reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    frame = pl.from_arrow(reader(1 << 16).read_all())
     assert isinstance(frame, pl.DataFrame)
     return frame.sort(*ORDER).drop("_run_id")
 
