@@ -22,6 +22,7 @@ its jars and ``spark.jars.packages`` is never set.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -229,5 +230,7 @@ def judge_on_spark(
         parts = [Coverage(**json.loads(bytes(r["payload"]))) for r in covered]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        spark.stop()
+        # a JVM that died already must not hide the error that killed it
+        with contextlib.suppress(Exception):
+            spark.stop()
     return rows, gpus, parts
