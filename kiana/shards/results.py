@@ -67,6 +67,36 @@ def merge_coverage(parts: list[Coverage]) -> Coverage:
     )
 
 
+#: The small frames of a judgement (kept whole in memory) and their files.
+SMALL: tuple[str, ...] = ("findings", "quality", "changepoints", "tradeoffs", "versions")
+
+
+@dataclass(frozen=True)
+class Written:
+    """What :func:`write_judgement` wrote of one shard's judgement, and its counts."""
+
+    steps: Path
+    small: dict[str, Path | None]
+    coverage: Coverage
+    runs: int
+    runs_judged: int
+    noise_scale: tuple[float, int]
+
+
+def write_judgement(judgement: Judgement, runs: int, folder: Path, index: int) -> Written:
+    """Write one shard's judgement under ``folder`` (its steps and its small frames)."""
+    small: dict[str, Path | None] = {}
+    for name in SMALL:
+        frame: pl.DataFrame | None = getattr(judgement, name)
+        small[name] = None if frame is None else folder / f"{name}-{index:05d}.parquet"
+        if frame is not None:
+            frame.write_parquet(folder / f"{name}-{index:05d}.parquet")
+    steps = folder / f"steps-{index:05d}.parquet"
+    judgement.steps.write_parquet(steps, compression="lz4", statistics=False)
+    scale = (judgement.noise_scale, judgement.noise_scale_steps)
+    return Written(steps, small, judgement.coverage, runs, judgement.runs_judged, scale)
+
+
 @dataclass
 class _Part:
     """One shard's big frames: in memory, or the Parquet files they were written to."""
@@ -91,9 +121,7 @@ class Judged:
         self._spill = spill
         self._folder: Path | None = None
         self._parts: list[_Part] = []
-        self._small: dict[str, list[pl.DataFrame]] = {
-            k: [] for k in ("findings", "quality", "changepoints", "tradeoffs", "versions")
-        }
+        self._small: dict[str, list[pl.DataFrame]] = {k: [] for k in SMALL}
         self._coverage: list[Coverage] = []
         self._scales: list[tuple[float, int]] = []
         self.runs_total = 0
@@ -114,10 +142,29 @@ class Judged:
         self._coverage.append(judgement.coverage)
         self._scales.append((judgement.noise_scale, judgement.noise_scale_steps))
 
-    def _write(self, index: int, part: _Part) -> None:
+    def add_written(self, runs: Path, steps: Path, written: Written) -> None:
+        """Keep one shard judged in another process (:func:`write_judgement` wrote it
+        under :meth:`folder`): its runs and steps stay on disk, the rest is read."""
+        self.runs_total += written.runs
+        self.runs_judged += written.runs_judged
+        self._parts.append(_Part(runs, steps))
+        for name, frames in self._small.items():
+            path = written.small.get(name)
+            if path is not None:
+                frames.append(pl.read_parquet(path))
+        self._coverage.append(written.coverage)
+        self._scales.append(written.noise_scale)
+
+    def folder(self) -> Path:
+        """The temporary folder of the shards' files (removed with this object)."""
         if self._folder is None:
             self._folder = Path(tempfile.mkdtemp(prefix="kiana-shards-"))
             weakref.finalize(self, shutil.rmtree, self._folder, True)
+        return self._folder
+
+    def _write(self, index: int, part: _Part) -> None:
+        self.folder()
+        assert self._folder is not None
         for which in ("runs", "steps"):
             held = getattr(part, which)
             if isinstance(held, pl.DataFrame):
