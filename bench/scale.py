@@ -49,19 +49,51 @@ ISSUE_1M: dict[str, tuple[float, float]] = {
 }
 
 
+def _tree_rss(root: int) -> int:
+    """Bytes resident in ``root`` and every process below it, now (from /proc)."""
+    parents: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            parents[int(entry.name)] = int(fields[1])
+            sizes[int(entry.name)] = int((entry / "statm").read_text().split()[1]) * 4096
+        except (OSError, IndexError, ValueError):
+            continue
+    total, wanted = 0, {root}
+    changed = True
+    while changed:
+        changed = False
+        for pid, parent in parents.items():
+            if parent in wanted and pid not in wanted:
+                wanted.add(pid)
+                changed = True
+    for pid in wanted:
+        total += sizes.get(pid, 0)
+    return total
+
+
 def timed(argv: list[str], *, stdout: Path | None = None) -> dict[str, Any]:
-    """Run ``argv`` under ``/usr/bin/time -v``: seconds, peak bytes, exit status."""
+    """Run ``argv`` under ``/usr/bin/time -v``: seconds, peak bytes, exit status.
+    ``/usr/bin/time`` gives the largest single process; ``tree_peak_bytes`` is the
+    largest sum over the command's process tree (sampled twice a second), which is
+    what a command with worker processes (the shards' judges) holds at once."""
     log = OUT / f"time-{os.getpid()}-{time.monotonic_ns()}.log"
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    with open(stdout or os.devnull, "wb") as sink:
-        done = subprocess.run(
-            ["/usr/bin/time", "-v", "-o", str(log), *argv],
-            stdout=sink,
-            stderr=subprocess.PIPE,
-            cwd=TREE[0],
-            check=False,
+    tree = 0
+    err = log.with_suffix(".err")
+    with open(stdout or os.devnull, "wb") as sink, err.open("wb") as errors:
+        proc = subprocess.Popen(
+            ["/usr/bin/time", "-v", "-o", str(log), *argv], stdout=sink, stderr=errors, cwd=TREE[0]
         )
+        while proc.poll() is None:
+            tree = max(tree, _tree_rss(proc.pid))
+            time.sleep(0.5)
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, b"", err.read_bytes())
+    err.unlink()
     seconds = time.perf_counter() - started
     text = log.read_text()
     log.unlink()
@@ -75,6 +107,7 @@ def timed(argv: list[str], *, stdout: Path | None = None) -> dict[str, Any]:
         "seconds": round(seconds, 2),
         "cpu_seconds": round(cpu, 2),
         "peak_bytes": peak * 1024,
+        "tree_peak_bytes": tree,
         "load_average": round(load, 2),
         "stderr": done.stderr.decode()[-400:],
     }
@@ -167,16 +200,18 @@ def table() -> str:
     rows = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.strip()]
     lines = [
         "| size | runs | step | wall s | CPU s | CPU µs/run | wall/run vs issue 1M "
-        "| peak GiB | vs issue 1M peak | < 4 GiB | load avg | commit |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+        "| peak GiB (process) | peak GiB (tree) | vs issue 1M peak | < 4 GiB | load avg | commit |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |",
     ]
     for r in rows:
         cpu = r.get("cpu_seconds")
+        tree = r.get("tree_peak_bytes")
+        peak = max(r["peak_bytes"], tree or 0)
         issue = ISSUE_1M.get(r["step"])
         wall_ratio = peak_ratio = ""
         if issue:
             wall_ratio = f"{(r['seconds'] / r['runs']) / (issue[0] / 1e6):.2f}x"
-            peak_ratio = f"{r['peak_bytes'] / 1e9 / issue[1]:.2f}x"
+            peak_ratio = f"{max(r['peak_bytes'], tree or 0) / 1e9 / issue[1]:.2f}x"
         name = r["step"]
         if name == "spark":
             name += (
@@ -188,8 +223,8 @@ def table() -> str:
         lines.append(
             f"| {r['size']} | {r['runs']:,} | {name} | {r['seconds']:.1f} | "
             f"{cpu_text} | {per_run} | {wall_ratio} | "
-            f"{r['peak_bytes'] / GIB:.2f} | {peak_ratio} | "
-            f"{'yes' if r['peak_bytes'] < TARGET_BYTES else 'NO'} | {r['load_average']:.1f} | "
+            f"{r['peak_bytes'] / GIB:.2f} | {'' if tree is None else f'{tree / GIB:.2f}'} | "
+            f"{peak_ratio} | {'yes' if peak < TARGET_BYTES else 'NO'} | {r['load_average']:.1f} | "
             f"{r['commit']} |"
         )
     return "\n".join(lines)
