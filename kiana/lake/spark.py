@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-#: Rows per Arrow IPC payload of the envelope (bounds one Spark row's size).
-CHUNK_ROWS = 50_000
+#: Rows per Arrow IPC payload of the envelope (bounds one Spark row's size: ~1 MB).
+CHUNK_ROWS = 5_000
 ENVELOPE = "table string, gpu string, part int, payload binary"
 #: The order :func:`kiana.load.judged.judged_runs` returns runs in.
 ORDER = ("partition_id", "provider", "observed_at", "run_id")
@@ -65,6 +65,9 @@ def session(master: str = "local[2]", *, memory: str = "2g") -> SparkSession:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.inferTimestampNTZ.enabled": "true",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # the envelope's rows are payloads of ~1 MB: Parquet's vectorized reader reads
+        # 4096 rows a batch by default, 4 GB of them (a 1M-run lake ran out of heap)
+        "spark.sql.parquet.columnarReaderBatchSize": "64",
     }
     if master.startswith("local"):
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
