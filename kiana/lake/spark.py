@@ -48,7 +48,7 @@ ENVELOPE = "table string, gpu string, part int, payload binary"
 ORDER = ("partition_id", "provider", "observed_at", "run_id")
 
 
-def session(master: str = "local[2]", *, memory: str = "2g") -> SparkSession:
+def session(master: str = "local[2]", *, memory: str = "4g") -> SparkSession:
     """A Spark session for kiana: ``master``, the driver's ``memory``, no UI, loopback
     only, workers on this Python, partition values read as strings, UTC."""
     from pyspark.sql import SparkSession
@@ -68,6 +68,8 @@ def session(master: str = "local[2]", *, memory: str = "2g") -> SparkSession:
         # the envelope's rows are payloads of ~1 MB: Parquet's vectorized reader reads
         # 4096 rows a batch by default, 4 GB of them (a 1M-run lake ran out of heap)
         "spark.sql.parquet.columnarReaderBatchSize": "64",
+        # and are written in row groups of 32 MB, not 128 MB per task
+        "spark.hadoop.parquet.block.size": str(32 << 20),
     }
     if master.startswith("local"):
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
