@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "generate": "generate",
     "import": "import_",
     "export": "export",
+    "lake": "lake",
 }
 
 OK, VERDICT, USAGE, CRASH, INTERRUPTED = 0, 1, 2, 3, 130

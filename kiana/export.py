@@ -1,23 +1,29 @@
 """The tables of a kiana database as Parquet, and back as a DuckDB connection.
 
-``export_parquet(con, out)`` writes every kiana table under ``out``:
+``export_parquet(con, out)`` writes every kiana table under ``out``, a lake that many
+databases (CI writers) may export into (``append=True``), each under its own name
+(``<writer>``: a hash of the database's loads):
 
 * ``runs/`` partitioned hive style by GPU and kernel
-  (``runs/gpu=NVIDIA H100 80GB HBM3/kernel=layer_norm/data_0.parquet``), so an engine
-  reading one GPU or kernel opens only its folders;
+  (``runs/gpu=NVIDIA H100 80GB HBM3/kernel=layer_norm/<writer>_0.parquet``), so an
+  engine reading one GPU or kernel opens only its folders; written one GPU at a time,
+  so memory is set by the largest GPU;
 * every other table (``measurements``, ``labels``, ``protocols``, ``environments``,
-  ``rejects``, ``warnings``, ``loads``, ``kiana_meta``) as one ``<table>.parquet``;
-* ``kiana-export.json``: what was written, with row counts, to check a copy against.
+  ``rejects``, ``warnings``, ``loads``, ``kiana_meta``) as ``<table>/<writer>_0.parquet``;
+* ``kiana-export.json``: the format and every table's columns (the same for every
+  writer), and ``exports/<writer>.json``: what one writer wrote, with row counts.
 
 ``connect_parquet(out)`` opens an in-memory DuckDB connection whose views carry the
 tables' names and columns, so the queries written for a kiana database (``kiana.load.
-runs``, ``kiana.group.partitions``, ``kiana.stats.judge`` on ``runs``) run unchanged.
+runs``, ``kiana.group.partitions``, ``kiana.analyze``) run unchanged; ``runs`` holds
+one row per ``run_id`` however many writers exported it.
 ``out`` may be a local folder or, with DuckDB's httpfs extension, an ``s3://`` /
 ``gs://`` / ``https://`` prefix (credentials from a DuckDB ``CREATE SECRET``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,6 +32,7 @@ from pathlib import Path
 
 import duckdb
 
+from kiana._version import __version__
 from kiana.errors import DatabaseError, InputError
 
 __all__ = ["MANIFEST", "PARTITION_BY", "TABLES", "Exported", "connect_parquet", "export_parquet"]
@@ -45,7 +52,9 @@ TABLES: tuple[str, ...] = (
 #: Hive partition columns of ``runs``: comparability never crosses a GPU or a kernel.
 PARTITION_BY: tuple[str, ...] = ("gpu", "kernel")
 MANIFEST = "kiana-export.json"
-FORMAT = "kiana-parquet/1"
+FORMAT = "kiana-parquet/2"
+#: The first layout: one ``<table>.parquet`` per table beside ``runs/`` (still read).
+FORMAT_1 = "kiana-parquet/1"
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class Exported:
     path: Path
     rows: dict[str, int]
     files: int
+    writer: str  #: the name of this database's files in the lake
 
 
 def _remote(location: str) -> bool:
@@ -74,20 +84,96 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
+def _writer(con: duckdb.DuckDBPyConnection) -> str:
+    """This database's name in a lake: 16 hex digits of the sha256 of its ``loads``
+    (the same database exports under the same name, so exporting it again replaces
+    its own files; two databases never share one)."""
+    rows = con.execute("SELECT * FROM loads ORDER BY ALL").fetchall()
+    (runs,) = con.execute("SELECT count(*) FROM runs").fetchall()[0]
+    text = repr((rows, runs)).encode()
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
+def _prepare(root: Path, *, overwrite: bool, append: bool) -> None:
+    """Check what is at ``root`` before writing an export there."""
+    if root.exists() and not root.is_dir():
+        raise InputError(
+            f"{root}: is a file, not a folder",
+            hint="--parquet names a folder: the runs are written as one folder per GPU "
+            "and kernel beneath it",
+        )
+    if not root.exists() or not any(root.iterdir()):
+        return
+    if not (root / MANIFEST).exists():
+        raise InputError(
+            f"{root}: the folder exists and is not empty",
+            hint="give a new folder, or --overwrite / --append for a previous kiana export",
+        )
+    if overwrite:
+        shutil.rmtree(root)
+    elif not append:
+        raise InputError(
+            f"{root}: the folder exists and is not empty (a kiana export)",
+            hint="--append adds this database's files to it, --overwrite replaces it",
+        )
+
+
+def _layout(con: duckdb.DuckDBPyConnection) -> dict[str, object]:
+    return {
+        "format": FORMAT,
+        "tables": list(TABLES),
+        "partitioned": {"runs": list(PARTITION_BY)},
+        "columns": {t: _columns(con, t) for t in TABLES},
+    }
+
+
+def _write_manifest(root: Path, layout: dict[str, object]) -> None:
+    """The lake's manifest: the same text for every writer, so writers may race."""
+    path = root / MANIFEST
+    if path.exists():
+        there = json.loads(path.read_text(encoding="utf-8"))
+        if there.get("format") != FORMAT or there.get("columns") != layout["columns"]:
+            raise InputError(
+                f"{root}: a kiana export of another format or schema "
+                f"({there.get('format')!r}, this kiana writes {FORMAT!r})",
+                hint="export into a new folder, or --overwrite this one",
+            )
+        return
+    temporary = root / f".{MANIFEST}.{os.getpid()}"
+    temporary.write_text(json.dumps(layout, indent=1) + "\n", encoding="utf-8")
+    temporary.replace(path)
+
+
+def _copy_runs(con: duckdb.DuckDBPyConnection, root: Path, writer: str) -> None:
+    """``runs`` one GPU at a time (DuckDB sorts and buffers one GPU's rows, never the
+    table), into ``runs/gpu=<gpu>/kernel=<kernel>/<writer>_<i>.parquet``."""
+    target = _quote(os.fspath(root / "runs"))
+    gpus = [str(g) for (g,) in con.execute("SELECT DISTINCT gpu FROM runs ORDER BY 1").fetchall()]
+    for gpu in gpus:
+        # ORDER BY keeps each file's rows in series order, which readers scan by.
+        con.execute(
+            f"COPY (SELECT * FROM runs WHERE gpu = {_quote(gpu)} ORDER BY kernel, "
+            "partition_id, provider, observed_at, run_id) "
+            f"TO {target} (FORMAT parquet, COMPRESSION zstd, "
+            f"PARTITION_BY ({', '.join(PARTITION_BY)}), OVERWRITE_OR_IGNORE, "
+            f"FILENAME_PATTERN {_quote(writer + '_{i}')})"
+        )
+
+
 def export_parquet(
-    con: duckdb.DuckDBPyConnection, out: str | os.PathLike[str], *, overwrite: bool = False
+    con: duckdb.DuckDBPyConnection,
+    out: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    append: bool = False,
 ) -> Exported:
     """Write the kiana tables of ``con`` as Parquet under the folder ``out``.
 
-    ``out`` must not exist or be empty (``overwrite`` replaces a previous export)."""
+    ``out`` must not exist or be empty; ``overwrite`` replaces a previous export,
+    ``append`` adds this database's files to it (many writers, one lake: the files of
+    each are named by :func:`_writer`, readers deduplicate runs by ``run_id``)."""
     root = Path(out)
-    if root.exists() and any(root.iterdir()):
-        if not overwrite or not (root / MANIFEST).exists():
-            raise InputError(
-                f"{root}: the folder exists and is not empty",
-                hint="give a new folder, or --overwrite to replace a previous kiana export",
-            )
-        shutil.rmtree(root)
+    _prepare(root, overwrite=overwrite, append=append)
     missing = [t for t in TABLES if not _columns(con, t)]
     if missing:
         raise DatabaseError(
@@ -95,51 +181,61 @@ def export_parquet(
             hint="export a database made by `kiana load`",
         )
     root.mkdir(parents=True, exist_ok=True)
+    layout = _layout(con)
+    _write_manifest(root, layout)
+    writer = _writer(con)
+    for old in root.glob(f"**/{writer}_*.parquet"):  # this database's previous export
+        old.unlink()
     rows: dict[str, int] = {}
     try:
         for table in TABLES:
             (count,) = con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0]
             rows[table] = int(count)
             if table == "runs":
-                # The partition columns live in the folder names; ORDER BY keeps each
-                # file's rows in series order, which is what readers scan by.
-                target = root / "runs"
-                con.execute(
-                    f"COPY (SELECT * FROM runs ORDER BY {', '.join(PARTITION_BY)}, "
-                    "partition_id, provider, observed_at, run_id) "
-                    f"TO {_quote(os.fspath(target))} (FORMAT parquet, COMPRESSION zstd, "
-                    f"PARTITION_BY ({', '.join(PARTITION_BY)}), OVERWRITE_OR_IGNORE)"
-                )
-            else:
-                target = root / f"{table}.parquet"
-                con.execute(
-                    f'COPY (SELECT * FROM "{table}") TO {_quote(os.fspath(target))} '
-                    "(FORMAT parquet, COMPRESSION zstd)"
-                )
+                _copy_runs(con, root, writer)
+                continue
+            (root / table).mkdir(exist_ok=True)
+            target = root / table / f"{writer}_0.parquet"
+            con.execute(
+                f'COPY (SELECT * FROM "{table}") TO {_quote(os.fspath(target))} '
+                "(FORMAT parquet, COMPRESSION zstd)"
+            )
     except duckdb.IOException as exc:
         raise DatabaseError(
             f"{root}: cannot write the export ({exc})", hint="check free disk space and permissions"
         ) from exc
-    files = sum(1 for p in root.rglob("*.parquet"))
-    manifest = {
-        "format": FORMAT,
-        "tables": list(TABLES),
-        "partitioned": {"runs": list(PARTITION_BY)},
-        "rows": rows,
-        "columns": {t: _columns(con, t) for t in TABLES},
-    }
-    (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    return Exported(root, rows, files)
+    files = sum(1 for _ in root.glob(f"**/{writer}_*.parquet"))
+    (root / "exports").mkdir(exist_ok=True)
+    record = {"writer": writer, "rows": rows, "files": files, "kiana": __version__}
+    (root / "exports" / f"{writer}.json").write_text(
+        json.dumps(record, indent=1) + "\n", encoding="utf-8"
+    )
+    return Exported(root, rows, files, writer)
 
 
-def _source(location: str, table: str) -> str:
+def _source(location: str, table: str, version: str) -> str:
     base = location.rstrip("/")
     if table == "runs":
         return (
             f"read_parquet({_quote(base + '/runs/**/*.parquet')}, hive_partitioning = true, "
-            "hive_types_autocast = false)"
+            "hive_types_autocast = false, union_by_name = true)"
         )
-    return f"read_parquet({_quote(base + '/' + table + '.parquet')})"
+    if version == FORMAT_1:
+        return f"read_parquet({_quote(base + '/' + table + '.parquet')})"
+    return f"read_parquet({_quote(base + '/' + table + '/*.parquet')}, union_by_name = true)"
+
+
+def _view(table: str, select: str, source: str) -> str:
+    """The view of one table; ``runs`` keeps one row per ``run_id`` (writers may
+    export the same document: its rows are the same but for where it was loaded).
+    Partitioned by ``gpu`` too, which ``run_id`` determines, so that a reader's
+    ``WHERE gpu = ...`` is pushed below the deduplication into the scan."""
+    if table != "runs":
+        return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {select} FROM {source}'
+    return (
+        f'CREATE OR REPLACE VIEW "runs" AS SELECT {select} FROM {source} '
+        "QUALIFY row_number() OVER (PARTITION BY gpu, run_id ORDER BY load_id, source) = 1"
+    )
 
 
 def attach_parquet(con: duckdb.DuckDBPyConnection, location: str | os.PathLike[str]) -> None:
@@ -154,18 +250,17 @@ def attach_parquet(con: duckdb.DuckDBPyConnection, location: str | os.PathLike[s
                 hint="write one with `kiana export --parquet DIR --db FILE`",
             )
         manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-        columns: dict[str, list[str]] = manifest["columns"]
     else:  # object storage: the manifest through DuckDB's httpfs, like the tables
         (content,) = con.execute(
             "SELECT content FROM read_text(?)", [text.rstrip("/") + "/" + MANIFEST]
         ).fetchall()[0]
-        columns = json.loads(content)["columns"]
+        manifest = json.loads(content)
+    columns: dict[str, list[str]] = manifest["columns"]
+    version = str(manifest.get("format", FORMAT_1))
     for table in TABLES:
         names = columns.get(table)
         select = ", ".join(f'"{c}"' for c in names) if names else "*"
-        con.execute(
-            f'CREATE OR REPLACE VIEW "{table}" AS SELECT {select} FROM {_source(text, table)}'
-        )
+        con.execute(_view(table, select, _source(text, table, version)))
 
 
 def connect_parquet(location: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:

@@ -5,7 +5,7 @@ Python objects.  Datetime columns are written as ISO 8601 UTC strings."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from json.encoder import encode_basestring_ascii
 from typing import Any, TextIO
 
@@ -25,13 +25,19 @@ def iso_datetimes(frame: pl.DataFrame) -> pl.DataFrame:
 _JSON_CHUNK = 50_000
 
 
-def write_json(out: TextIO, frames: Mapping[str, pl.DataFrame | Mapping[str, Any] | None]) -> None:
+#: What :func:`write_json` writes under one name: rows (a frame, or frames one after the
+#: other, e.g. the steps of one shard at a time), or one object.
+Rows = pl.DataFrame | Iterable[pl.DataFrame] | Mapping[str, Any] | None
+
+
+def write_json(out: TextIO, frames: Mapping[str, Rows]) -> None:
     """Write ``{"name": [row objects], ...}`` and a newline, exactly as
     ``print(json.dumps({name: frame.to_dicts()}, default=str, allow_nan=False))``
     would (a missing frame is ``[]``), but streamed chunk by chunk, with every column
     encoded at once instead of a dict per row: a million steps would otherwise cost
     two copies of the rows as Python objects and the whole text in memory.  A mapping
-    instead of a frame is written as one JSON object."""
+    instead of a frame is written as one JSON object; an iterable of frames as one
+    array of all their rows, read one frame at a time."""
     out.write("{")
     for index, (name, frame) in enumerate(frames.items()):
         out.write(("" if index == 0 else ", ") + _json_key(name) + ": ")
@@ -39,10 +45,14 @@ def write_json(out: TextIO, frames: Mapping[str, pl.DataFrame | Mapping[str, Any
             out.write(json.dumps(frame, allow_nan=False))
             continue
         out.write("[")
-        for number, text in enumerate(_json_rows(frame)):
-            if number:
-                out.write(", ")
-            out.write(text)
+        parts = [frame] if frame is None or isinstance(frame, pl.DataFrame) else frame
+        number = 0
+        for part in parts:
+            for text in _json_rows(part):
+                if number:
+                    out.write(", ")
+                out.write(text)
+                number += 1
         out.write("]")
     out.write("}\n")
 

@@ -31,7 +31,9 @@ the drift of baselines are counted but not *listed* by default.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from kiana.culprits.rank import Finder
+    from kiana.shards import Judged
     from kiana.stats import CodeChanges, Coverage, Judgement, JudgeOptions
 
 #: Substring filters (any case) and whole-value filters (any case) of a Selection.
@@ -184,16 +187,34 @@ def count_findings(findings: pl.DataFrame) -> Counts:
 
 @dataclass(frozen=True)
 class Analysis:
-    """What :func:`analyze` found.  ``judgement`` is everything judged; the frames
-    below are the selection of it, and ``findings`` carry their culprit columns."""
+    """What :func:`analyze` found.  ``judged`` holds every shard's judgement (the runs
+    and steps of each shard on disk when there are several: :mod:`kiana.shards`);
+    ``findings`` are the selected findings, with their culprit columns.  ``runs`` and
+    ``judgement`` put every shard's runs and steps in one frame when first read (what
+    notebooks and small databases want); at scale, read them shard by shard
+    (:meth:`iter_steps`) or only what is shown (:meth:`steps_of`, :meth:`runs_of`)."""
 
-    runs: pl.DataFrame  #: the runs judged (:func:`kiana.load.judged.judged_runs`)
-    judgement: Judgement = field(repr=False)
+    judged: Judged = field(repr=False)
     findings: pl.DataFrame  #: the selected findings, with culprits
     options: JudgeOptions
     selection: Selection
     repo: Path | None  #: the Liger checkout culprits came from, if any
     finder: Finder = field(repr=False)
+
+    @cached_property
+    def runs(self) -> pl.DataFrame:
+        """Every run judged (:func:`kiana.load.judged.judged_runs`), shard by shard."""
+        return self.judged.all_runs()
+
+    @cached_property
+    def judgement(self) -> Judgement:
+        """Everything judged, as one :class:`~kiana.stats.Judgement` (every step)."""
+        return self.judged.judgement()
+
+    @property
+    def runs_total(self) -> int:
+        """How many runs were read (judged or not), without reading them again."""
+        return self.judged.runs_total
 
     @property
     def counts(self) -> Counts:
@@ -221,22 +242,35 @@ class Analysis:
         """The selected steps (no culprit columns: :meth:`annotate` adds them)."""
         return self.selection.apply(self.judgement.steps)
 
+    def iter_steps(self) -> Iterator[pl.DataFrame]:
+        """The selected steps, one shard at a time (bounded memory)."""
+        for steps in self.judged.steps():
+            yield self.selection.apply(steps)
+
+    def steps_of(self, findings: pl.DataFrame) -> pl.DataFrame:
+        """The steps behind ``findings`` (the same finding keys)."""
+        return self.judged.steps_of(findings)
+
+    def runs_of(self, partitions: list[str]) -> pl.DataFrame:
+        """The runs of the partitions named."""
+        return self.judged.runs_of(partitions)
+
     @property
     def quality(self) -> pl.DataFrame:
-        return self.selection.apply(self.judgement.quality)
+        return self.selection.apply(self.judged.quality)
 
     @property
     def changepoints(self) -> pl.DataFrame:
-        return self.selection.apply(self.judgement.changepoints)
+        return self.selection.apply(self.judged.changepoints)
 
     @property
     def tradeoffs(self) -> pl.DataFrame | None:
-        tradeoffs = self.judgement.tradeoffs
+        tradeoffs = self.judged.tradeoffs
         return None if tradeoffs is None else self.selection.apply(tradeoffs)
 
     @property
     def coverage(self) -> Coverage:
-        return self.judgement.coverage
+        return self.judged.coverage
 
     def annotate(self, frame: pl.DataFrame, *, lists: bool = True) -> pl.DataFrame:
         """``frame`` (findings or steps) with the culprit columns of this analysis."""
@@ -256,10 +290,13 @@ def analyze(
 ) -> Analysis:
     """Judge every run behind ``con`` and rank the selected findings' culprits.
 
-    ``git`` is the Liger-Kernel checkout the rows were imported from (culprits are
-    commits; without it each finding carries the ``git log`` command that lists
-    them); without ``git`` (and ``finder``), the checkout ``kiana import liger --git``
-    recorded in the database is used while it still exists
+    The runs are judged shard by shard (:func:`kiana.shards.judge_all`: one GPU, or
+    a few small ones, at a time, read with ``WHERE gpu IN (...)``), so memory is set by
+    the largest shard, not the database; DuckDB's ``memory_limit`` of ``con`` lowers
+    the shard size.  ``git`` is the Liger-Kernel checkout the rows were imported from
+    (culprits are commits; without it each finding carries the ``git log`` command
+    that lists them); without ``git`` (and ``finder``), the checkout ``kiana import
+    liger --git`` recorded in the database is used while it still exists
     (:func:`remembered_repository`).  ``finder`` replaces ``Finder(git)`` (the gate's
     range of commits).  ``code_changes`` says where baselines' own code changed between
     two recordings (:class:`kiana.stats.CodeChanges`; their controls are then set
@@ -267,8 +304,8 @@ def analyze(
     (:class:`kiana.culprits.changes.GitCodeChanges`).  A filter of ``selection`` that
     matches no run raises :class:`~kiana.errors.UsageError`."""
     from kiana.culprits import Finder, annotate
-    from kiana.load.judged import judged_runs
-    from kiana.stats import JudgeOptions, judge
+    from kiana.shards import judge_all, selectable
+    from kiana.stats import JudgeOptions
 
     options = options or JudgeOptions()
     selection = selection or Selection()
@@ -278,12 +315,11 @@ def analyze(
         from kiana.culprits.changes import GitCodeChanges
 
         code_changes = GitCodeChanges(git)
-    runs = judged_runs(con)
-    selection.check(runs)
-    judgement = judge(runs, options, code_changes=code_changes)
+    selection.check(selectable(con))
+    judged = judge_all(con, options, code_changes=code_changes)
     finder = finder or Finder(git)
-    findings = annotate(selection.apply(judgement.findings), git, finder=finder)
-    return Analysis(runs, judgement, findings, options, selection, git, finder)
+    findings = annotate(selection.apply(judged.findings), git, finder=finder)
+    return Analysis(judged, findings, options, selection, git, finder)
 
 
 def remember_repository(con: duckdb.DuckDBPyConnection, repo: Path) -> None:

@@ -25,6 +25,28 @@ def add_db_option(parser: argparse.ArgumentParser, *, default: str | None = DEFA
         metavar="FILE",
         help=f"DuckDB database file (default: {default}); ':memory:' for none",
     )
+    add_memory_option(parser)
+
+
+def add_memory_option(parser: argparse.ArgumentParser) -> None:
+    """``--memory-limit``: DuckDB's ``memory_limit`` (:func:`open_db` sets it); the
+    judge's shards are sized to it (:mod:`kiana.shards`)."""
+    parser.add_argument(
+        "--memory-limit",
+        type=memory_size,
+        metavar="SIZE",
+        help="memory DuckDB may use, e.g. 4GB or 512MiB (default: 80%% of RAM); "
+        "judging is split into shards that fit it",
+    )
+
+
+def memory_size(text: str) -> str:
+    """``4GB``, ``512MiB``, ``2.5 GiB``: a size DuckDB's ``memory_limit`` takes."""
+    import re
+
+    if not re.fullmatch(r"\s*[0-9]+(\.[0-9]+)?\s*([KMGT]i?B)\s*", text, flags=re.IGNORECASE):
+        raise argparse.ArgumentTypeError(f"not a memory size: {text!r} (e.g. 4GB, 512MiB)")
+    return text.strip()
 
 
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
@@ -83,12 +105,21 @@ def open_db(
                 "--db :memory: is a new, empty database: there is nothing to read",
                 hint="give the database file that `kiana load PATH --db FILE` wrote",
             )
-        return connect(None)
+        return _limited(connect(None), args)
     if (must_exist or read_only) and not Path(db).exists():
         raise DatabaseError(f"{db}: no such database", hint="run `kiana load PATH --db FILE` first")
     if Path(db).is_dir():
         raise DatabaseError(f"{db}: is a folder, not a database file", hint="give a file name")
-    return connect(db, read_only=read_only)
+    return _limited(connect(db, read_only=read_only), args)
+
+
+def _limited(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> duckdb.DuckDBPyConnection:
+    """``con`` with DuckDB's ``memory_limit`` set from ``--memory-limit``, if given
+    (:func:`memory_size` checked its text)."""
+    limit: str | None = getattr(args, "memory_limit", None)
+    if limit:
+        con.execute(f"SET memory_limit = '{memory_size(limit)}'")
+    return con
 
 
 #: DuckDB's words for what went wrong under a command -> what kiana says, and the hint.

@@ -1,4 +1,7 @@
-"""``kiana export --parquet DIR [--db FILE] [--overwrite]``."""
+"""``kiana export --parquet DIR [--db FILE] [--overwrite | --append]``.
+
+``--append`` adds this database's files to an existing lake (many CI writers, one
+lake: each writes files of its own name; readers deduplicate runs by ``run_id``)."""
 
 from __future__ import annotations
 
@@ -14,8 +17,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--parquet", required=True, metavar="DIR", help="folder to write (new or empty)"
     )
     add_db_option(parser)
-    parser.add_argument(
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
         "--overwrite", action="store_true", help="replace a previous kiana export in DIR"
+    )
+    mode.add_argument(
+        "--append",
+        action="store_true",
+        help="add this database's files to the kiana export in DIR (one lake, many writers)",
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
 
@@ -28,13 +37,13 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     con = open_db(args, must_exist=True, read_only=True)
     try:
-        exported = export_parquet(con, args.parquet, overwrite=args.overwrite)
+        exported = export_parquet(con, args.parquet, overwrite=args.overwrite, append=args.append)
     finally:
         con.close()
     if not args.quiet:
         counts = ", ".join(f"{table} {n:,}" for table, n in exported.rows.items() if n)
         print(
-            f"wrote {exported.files:,} Parquet files to {exported.path} in "
+            f"wrote {exported.files:,} Parquet files to {exported.path} as {exported.writer} in "
             f"{time.monotonic() - started:.1f} s ({counts})"
         )
         print(

@@ -125,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
             {
                 "coverage": analysis.coverage.to_dict(),
                 "findings": findings,
-                "steps": analysis.annotate(analysis.steps, lists=repo is not None),
+                "steps": (
+                    analysis.annotate(steps, lists=repo is not None)
+                    for steps in analysis.iter_steps()
+                ),
                 "quality": analysis.quality,
                 "changepoints": analysis.changepoints,
                 "tradeoffs": analysis.tradeoffs,
@@ -239,7 +242,7 @@ def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
     from kiana.commands.layout import terminal_width
 
     width = terminal_width(args.wide)
-    result, total = analysis.judgement, analysis.runs.height
+    result, total = analysis.judged, analysis.runs_total
     counts = analysis.counts
     _say(f"judged {result.runs_judged:,} passed runs of {total:,}; {counts.sentence()}", width)
     _say(result.coverage.sentence(), width)
@@ -274,7 +277,7 @@ def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
     if unlisted and not args.all:
         _say(f"({unlisted} findings not listed: --all lists them)", width)
     if args.steps:
-        _print_steps(result.steps, shown, args, width)
+        _print_steps(analysis.steps_of(shown), shown, args, width)
     _print_extras(analysis, args, width)
 
 

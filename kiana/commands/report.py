@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kiana.commands.common import DEFAULT_DB, add_judge_options, count, open_db
+from kiana.commands.common import DEFAULT_DB, add_judge_options, add_memory_option, count, open_db
 from kiana.commands.common import judge_options as common_judge_options
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
     add_judge_options(parser)
+    add_memory_option(parser)
     parser.add_argument(
         "--top", type=count, default=30, metavar="N",
         help="findings that get charts (default 30); the table lists the rest",
@@ -116,7 +117,11 @@ def run(args: argparse.Namespace) -> int:
     # into a fresh in-memory database unless --db names a file
     db = args.db if args.db is not None or args.paths else DEFAULT_DB
     reading = not args.paths
-    con = open_db(argparse.Namespace(db=db), must_exist=reading, read_only=reading)
+    con = open_db(
+        argparse.Namespace(db=db, memory_limit=args.memory_limit),
+        must_exist=reading,
+        read_only=reading,
+    )
     try:
         if args.paths:
             summary = load.load(con, args.paths)

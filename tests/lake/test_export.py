@@ -48,11 +48,11 @@ def test_runs_are_partitioned_by_gpu_then_kernel(
     some_gpu = next((exported / "runs").iterdir())
     assert all(p.name.startswith("kernel=") for p in some_gpu.iterdir())
     for table in TABLES[1:]:
-        assert (exported / f"{table}.parquet").is_file()
-    manifest = json.loads((exported / MANIFEST).read_text())
-    assert (
-        manifest["rows"]["runs"] == database.execute("SELECT count(*) FROM runs").fetchall()[0][0]
-    )
+        (written,) = (exported / table).iterdir()
+        assert written.name == f"{record_writer(exported)}_0.parquet"
+    (record,) = [json.loads(p.read_text()) for p in (exported / "exports").iterdir()]
+    assert record["rows"]["runs"] == database.execute("SELECT count(*) FROM runs").fetchall()[0][0]
+    assert json.loads((exported / MANIFEST).read_text())["format"] == "kiana-parquet/2"
 
 
 def test_round_trip_gives_the_same_tables(
@@ -96,6 +96,64 @@ def test_refuses_a_non_empty_folder_and_a_missing_export(
         connect_parquet(tmp_path)
 
 
+def record_writer(exported: Path) -> str:
+    (record,) = (exported / "exports").iterdir()
+    return record.stem
+
+
+def test_a_file_is_not_a_folder(database: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    (tmp_path / "lake.parquet").write_text("")
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        export_parquet(database, tmp_path / "lake.parquet")
+
+
+def test_a_kiana_export_is_refused_without_overwrite_or_append(
+    database: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    export_parquet(database, tmp_path / "x")
+    with pytest.raises(InputError, match="--append adds"):
+        export_parquet(database, tmp_path / "x")
+
+
+def test_many_writers_one_lake_runs_once_each(tmp_path: Path) -> None:
+    """Two CI writers, sharing one document, append to one lake: every file is
+    kept, the runs view holds each run once, and a writer exporting again replaces
+    its own files."""
+    config = CorpusConfig(seed=4, kernels=("rms_norm",), sweep_size=2)
+    write_corpus(generate(config), tmp_path / "corpus", "files")
+    files = sorted((tmp_path / "corpus").rglob("*.json"))
+    half = len(files) // 2
+    lake = tmp_path / "lake"
+    counts = []
+    for part in (files[: half + 1], files[half:]):  # files[half] in both
+        con = kiana.load.connect(None)
+        kiana.load.load(con, part)
+        counts.append(con.execute("SELECT count(*) FROM runs").fetchall()[0][0])
+        export_parquet(con, lake, append=True)
+        export_parquet(con, lake, append=True)  # again: its own files replaced
+        con.close()
+    assert len(list((lake / "exports").iterdir())) == 2
+    back = connect_parquet(lake)
+    try:
+        raw = back.sql(
+            "SELECT count(*) FROM read_parquet(?, hive_partitioning = true)",
+            params=[str(lake / "runs" / "**" / "*.parquet")],
+        ).fetchall()[0][0]
+        assert raw == sum(counts)
+        (runs, distinct) = back.execute(
+            "SELECT count(*), count(DISTINCT run_id) FROM runs"
+        ).fetchall()[0]
+        assert runs == distinct == sum(counts) - 1
+        assert (
+            runs
+            == back.execute(
+                "SELECT count(*) FROM runs WHERE gpu IN (SELECT DISTINCT gpu FROM runs)"
+            ).fetchall()[0][0]
+        )
+    finally:
+        back.close()
+
+
 def test_overwrite_replaces_a_previous_export(
     database: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
@@ -115,6 +173,10 @@ def test_cli_export(tmp_path: Path) -> None:
     done = kiana_cli("export", "--parquet", "out", "--db", "k.duckdb")
     assert done.returncode == 0, done.stderr
     assert "Parquet files" in done.stdout
+    (tmp_path / "file.parquet").write_text("")
+    refused = kiana_cli("export", "--parquet", "file.parquet", "--db", "k.duckdb")
+    assert refused.returncode == 2
+    assert "is a file, not a folder" in refused.stderr and "Traceback" not in refused.stderr
     back = connect_parquet(tmp_path / "out")
     try:
         assert back.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 2

@@ -1,0 +1,187 @@
+"""Judging in bounded memory: shard by shard, one GPU (or a few small ones) at a time.
+
+Every series, session, control, noise floor and drift check of
+:func:`kiana.stats.judge` lives inside one GPU, so judging each GPU's runs alone
+gives, for that GPU, exactly the rows that judging everything gives: the findings,
+steps, quality, change points and trade-offs of the shards concatenate, and their
+coverage counts add up (the calibration too is fitted per GPU: :mod:`kiana.stats.calibration`).
+
+:func:`judge_all` is what :func:`kiana.analyze` runs: it plans the shards
+(:mod:`kiana.shards.runs`), reads each shard's runs from DuckDB with ``WHERE gpu IN
+(...)``, judges it, and keeps the results in a :class:`Judged`
+(:mod:`kiana.shards.results`), where each shard's runs and steps go to disk.  Each
+shard is judged in a fresh process (its memory goes back with it), so peak memory is
+set by the largest shard, not the database.
+
+>>> import kiana
+>>> con = kiana.connect()
+>>> _ = kiana.load_paths(con, ["data/generated"])
+>>> whole = judge_all(con)                 # one shard: small enough
+>>> sharded = judge_all(con, max_runs=1)   # one GPU per shard
+>>> (whole.shards, sharded.shards)
+(1, 4)
+>>> sharded.findings.equals(whole.findings)
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from kiana.shards.results import Judged, Written, merge_coverage, order_findings, write_judgement
+from kiana.shards.runs import (
+    DUCKDB_SHARE,
+    Shard,
+    budget,
+    memory_limit,
+    plan,
+    selectable,
+    shard_runs,
+    write_origins,
+)
+from kiana.stats import CodeChanges, Coverage, Judgement, JudgeOptions, judge
+from kiana.stats.coverage import REASONS
+from kiana.stats.versions import check_baseline
+
+__all__ = [
+    "Judged",
+    "Shard",
+    "budget",
+    "judge_all",
+    "judge_shard",
+    "memory_limit",
+    "merge_coverage",
+    "order_findings",
+    "plan",
+    "selectable",
+    "shard_runs",
+    "write_origins",
+]
+
+
+def judge_all(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions | None = None,
+    *,
+    max_runs: int | None = None,
+    spill: bool = True,
+    code_changes: CodeChanges | None = None,
+) -> Judged:
+    """Judge every run behind ``con``, shard by shard (see the module docstring).
+    ``max_runs``: runs per shard (default :func:`kiana.shards.runs.budget`);
+    ``code_changes``: as :func:`kiana.stats.judge` takes it (it goes to each shard's
+    worker process, so it must pickle)."""
+    options = options or JudgeOptions()
+    shards = plan(con, max_runs=max_runs)
+    judged = Judged(spill=spill)
+    if len(shards) <= 1:  # everything at once, as the judge always did
+        runs = shard_runs(con)
+        judged.add(runs, judge_shard(runs, options, code_changes))
+        return judged
+    if options.baseline is not None:
+        check_baseline(_versions(con), options.baseline)
+    with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
+        origins = write_origins(con, Path(folder))
+        with _duckdb_share(con, READ_SHARE), _worker() as pool:
+            for index, shard in enumerate(shards):
+                path = judged.folder() / f"runs-{index:05d}.parquet"
+                runs = shard_runs(con, shard, origins=origins)
+                runs.write_parquet(path, compression="lz4", statistics=False)
+                del runs
+                job = pool.submit(_judge_file, path, options, judged.folder(), index, code_changes)
+                judged.add_written(path, path.with_name(f"steps-{index:05d}.parquet"), job.result())
+    return judged
+
+
+def _worker() -> ProcessPoolExecutor:
+    """One process per shard, started fresh (``spawn``), so that what a shard's judge
+    allocated goes back to the system with the process: in one process, the allocator
+    kept it (a 10M-run database's 20 shards grew it past 5 GiB; each needs ~1.5 GiB)."""
+    return ProcessPoolExecutor(1, mp_context=get_context("spawn"), max_tasks_per_child=1)
+
+
+def _judge_file(
+    path: Path, options: JudgeOptions, folder: Path, index: int, changes: CodeChanges | None
+) -> Written:
+    """In the worker: judge the runs of one shard's file, write the judgement."""
+    runs = pl.read_parquet(path)
+    return write_judgement(judge_shard(runs, options, changes), runs.height, folder, index)
+
+
+#: DuckDB's memory while the shards' runs are read, after every origin was written
+#: (a shard's rows stream out of DuckDB: its filter, the join with its origins).
+READ_SHARE = 384 << 20
+
+
+@contextlib.contextmanager
+def _duckdb_share(con: duckdb.DuckDBPyConnection, share: int = DUCKDB_SHARE) -> Iterator[None]:
+    """DuckDB's ``memory_limit`` at most ``share`` while the shards are read (unless
+    set lower, e.g. by ``--memory-limit``), restored after.  DuckDB keeps what it
+    buffered up to its limit (80% of RAM by default, the database file's blocks too):
+    beside the judge of a shard, that would otherwise stay resident."""
+    limit = memory_limit(con)
+    if limit is not None and limit <= share:
+        yield
+        return
+    (before,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+    con.execute(f"SET memory_limit = '{share // 2**20}MiB'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{before}'")
+
+
+def _versions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The versions of the judgeable runs (passed, with a median), for the baseline check."""
+    frame: pl.DataFrame = con.sql(
+        "SELECT DISTINCT liger_version FROM runs "
+        "WHERE status = 'passed' AND median IS NOT NULL AND NOT isnan(median) ORDER BY 1"
+    ).pl()
+    return frame
+
+
+def judge_shard(
+    runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges | None = None
+) -> Judgement:
+    """:func:`kiana.stats.judge` of one shard's runs.  With a ``baseline`` the shard
+    has no session of, no series of it has a step: its judgement is the judge's without
+    a baseline, less the steps (and what rests on them), and coverage gives every
+    series that would have been compared the reason ``no session of the baseline
+    version``, as the judge of every run does (it raises only when no GPU has the
+    baseline: :func:`judge_all` checks that first)."""
+    baseline = options.baseline
+    judgeable = runs.filter((pl.col("status") == "passed") & pl.col("median").is_not_null())
+    if baseline is None or (judgeable["liger_version"] == baseline).any():
+        return judge(runs, options, code_changes=code_changes)
+    free = judge(runs, dataclasses.replace(options, baseline=None), code_changes=code_changes)
+    cover = free.coverage
+    lost = cover.compared + cover.not_compared.get("no step", 0)
+    reasons = {r: n for r, n in cover.not_compared.items() if r in REASONS[:3]}
+    if lost:
+        reasons[REASONS[3]] = lost
+    tradeoffs = free.tradeoffs
+    return dataclasses.replace(
+        free,
+        steps=free.steps.clear(),
+        findings=free.findings.clear(),
+        quality=free.quality.filter(pl.col("kind") != "outlier"),
+        tradeoffs=None if tradeoffs is None else tradeoffs.clear(),
+        coverage=Coverage(
+            series=cover.series,
+            compared=0,
+            partitions=cover.partitions,
+            partitions_compared=0,
+            liger_series=cover.liger_series,
+            liger_compared=0,
+            not_compared=reasons,
+        ),
+    )

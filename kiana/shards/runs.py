@@ -1,0 +1,171 @@
+"""Which runs are judged together: shards of whole GPUs, and their runs.
+
+A shard is one GPU, or several small GPUs packed together (in name order) up to a
+budget of runs: series, sessions, controls and noise floors never cross a GPU, and the
+drift check needs every provider of one GPU together, so a GPU is never split.  The
+budget is :data:`SHARD_RUNS` runs, lowered when DuckDB's ``memory_limit`` (``kiana
+... --memory-limit``) is smaller than that many runs need while judged
+(:data:`BYTES_PER_RUN`, measured by ``bench/scale.py``).  A GPU larger than the budget
+is a shard of its own: the peak is set by the largest GPU, not by the database.
+
+>>> import kiana
+>>> con = kiana.connect()
+>>> _ = kiana.load_paths(con, ["data/seeds"])
+>>> [(s.gpus, s.runs) for s in plan(con, max_runs=1)]
+[(('NVIDIA A100 SXM4-80GB',), 1), (('NVIDIA H100 80GB HBM3',), 1)]
+>>> [s.runs for s in plan(con)]
+[2]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from kiana.load.judged import ORIGIN_LABELS
+from kiana.vocabulary import JUDGED_COLUMNS
+
+#: Runs per shard when memory allows: large enough that the judge's fixed cost per
+#: call is small beside its work, small enough that one shard stays near 1 GiB.
+SHARD_RUNS = 500_000
+#: Peak bytes per run of judging one shard (the runs, the judge's frames, the results
+#: kept): ~1.2 KB at 1M runs (bench/scale.py), with a margin.
+BYTES_PER_RUN = 2_000
+
+#: DuckDB's memory while shards are read, when no lower ``memory_limit`` is set: it
+#: spills the one large query (every run's origin) to its temp directory beyond that.
+DUCKDB_SHARE = 512 << 20
+
+#: The order of :func:`kiana.load.judged.judged_runs` (its ORDER BY).
+ORDER = ("partition_id", "provider", "observed_at", "_run_id")
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The GPUs judged together and their number of runs."""
+
+    gpus: tuple[str, ...]
+    runs: int
+
+
+def memory_limit(con: duckdb.DuckDBPyConnection) -> int | None:
+    """DuckDB's ``memory_limit`` of ``con`` in bytes (None when unlimited)."""
+    (text,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+    found = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", str(text))
+    if found is None or found.group(2).upper() not in _UNITS:
+        return None
+    return int(float(found.group(1)) * _UNITS[found.group(2).upper()])
+
+
+def budget(con: duckdb.DuckDBPyConnection) -> int:
+    """Runs per shard: :data:`SHARD_RUNS`, or fewer under a small ``memory_limit``."""
+    limit = memory_limit(con)
+    if limit is None:
+        return SHARD_RUNS
+    return max(1, min(SHARD_RUNS, limit // BYTES_PER_RUN))
+
+
+def plan(con: duckdb.DuckDBPyConnection, *, max_runs: int | None = None) -> list[Shard]:
+    """The shards of the runs behind ``con``: consecutive GPUs (by name) packed up to
+    ``max_runs`` runs (default :func:`budget`); a larger GPU alone."""
+    limit = budget(con) if max_runs is None else max_runs
+    rows = con.execute("SELECT gpu, count(*) FROM runs GROUP BY gpu ORDER BY gpu").fetchall()
+    shards: list[Shard] = []
+    gpus: list[str] = []
+    size = 0
+    for gpu, count in rows:
+        if gpus and size + int(count) > limit:
+            shards.append(Shard(tuple(gpus), size))
+            gpus, size = [], 0
+        gpus.append(str(gpu))
+        size += int(count)
+    if gpus:
+        shards.append(Shard(tuple(gpus), size))
+    return shards
+
+
+def _origins_sql() -> str:
+    """The origin of every run with one (as :func:`kiana.load.judged.judged_runs`)."""
+    return """
+        SELECT run_id,
+               nullif(concat_ws(':', max(value) FILTER (WHERE key = $commit),
+                                     max(value) FILTER (WHERE key = $csv)), '') AS origin
+        FROM labels WHERE key IN ($commit, $csv) GROUP BY run_id
+    """
+
+
+def write_origins(con: duckdb.DuckDBPyConnection, folder: Path) -> Path:
+    """Every run's origin, once, as Parquet partitioned by GPU under ``folder``: the
+    labels are one long table, read in one pass here instead of once per shard."""
+    commit, csv = ORIGIN_LABELS
+    target = folder / "origins"
+    quoted = "'" + str(target).replace("'", "''") + "'"
+    con.execute(
+        f"COPY (SELECT r.gpu, o.run_id, o.origin FROM ({_origins_sql()}) o "
+        "JOIN runs r USING (run_id)) "
+        f"TO {quoted} (FORMAT parquet, PARTITION_BY (gpu), OVERWRITE_OR_IGNORE)",
+        {"commit": commit, "csv": csv},
+    )
+    return target
+
+
+def shard_runs(
+    con: duckdb.DuckDBPyConnection, shard: Shard | None = None, *, origins: Path | None = None
+) -> pl.DataFrame:
+    """The judged columns and ``origin`` of the runs of ``shard`` (every run when
+    None): :func:`kiana.load.judged.judged_runs` with ``WHERE gpu IN (...)``, in its
+    order.  ``origins``: the folder :func:`write_origins` wrote (empty: no run has an
+    origin), read for this shard's GPUs only; without it the labels are read."""
+    columns = ", ".join(f'r."{c}"' for c in JUDGED_COLUMNS)
+    gpus = list(shard.gpus) if shard is not None else []
+    listed = ", ".join(f"$g{i}" for i in range(len(gpus)))
+    where = f"WHERE gpu IN ({listed})" if gpus else ""
+    params: dict[str, str] = {f"g{i}": gpu for i, gpu in enumerate(gpus)}
+    if origins is not None and gpus and not any(origins.rglob("*.parquet")):
+        source = "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS origin WHERE false"
+    elif origins is not None and gpus:
+        pattern = "'" + str(origins / "**" / "*.parquet").replace("'", "''") + "'"
+        source = (
+            f"SELECT run_id, origin FROM read_parquet({pattern}, hive_partitioning = true, "
+            f"hive_types_autocast = false) WHERE gpu IN ({listed})"
+        )
+    else:
+        commit, csv = ORIGIN_LABELS
+        params |= {"commit": commit, "csv": csv}
+        source = _origins_sql()
+        if gpus:
+            source = source.replace(
+                "GROUP BY", "AND run_id IN (SELECT run_id FROM chosen) GROUP BY"
+            )
+    # Sorted here rather than by DuckDB's ORDER BY (the same byte order of strings, and
+    # run_id last makes it total): DuckDB then streams the rows out in batches, with no
+    # sort of a whole shard held in its memory.
+    relation = con.sql(
+        f"""
+        WITH chosen AS (SELECT * FROM runs {where}), origins AS ({source})
+        SELECT {columns}, o.origin, r.run_id AS _run_id
+        FROM chosen r LEFT JOIN origins o USING (run_id)
+        """,
+        params=params,
+    )
+    # DuckDB 2 names it to_arrow_reader; 1.x fetch_arrow_reader
+    reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    frame = pl.from_arrow(reader(1 << 16).read_all())
+    assert isinstance(frame, pl.DataFrame)
+    return frame.sort(*ORDER).drop("_run_id")
+
+
+def selectable(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The distinct kernel, GPU, provider and pass of the runs: what a
+    :class:`kiana.pipeline.Selection` is checked against, without reading every run."""
+    frame: pl.DataFrame = con.sql(
+        'SELECT DISTINCT kernel, gpu, provider, "pass" FROM runs ORDER BY ALL'
+    ).pl()
+    return frame

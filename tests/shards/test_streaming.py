@@ -1,0 +1,51 @@
+"""The steps of a sharded judgement reach ``kiana regressions --json`` one shard at a
+time: ``write_json`` of an iterable of frames writes what it writes for their concat."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import kiana.shards.runs
+from kiana.cli import main
+from kiana.jsonstream import write_json
+from kiana.load import connect
+from kiana.shards import judge_all
+from kiana.stats import JudgeOptions
+from tests.conftest import ROOT
+
+
+def test_frames_one_after_another_are_one_array() -> None:
+    parts = [pl.DataFrame({"a": [1, 2], "b": ["x", "é"]}), pl.DataFrame({"a": [], "b": []})]
+    parts.append(pl.DataFrame({"a": [3], "b": [None]}))
+    whole, pieces = StringIO(), StringIO()
+    write_json(whole, {"rows": pl.concat(parts, how="vertical_relaxed")})
+    write_json(pieces, {"rows": iter(parts)})
+    assert pieces.getvalue() == whole.getvalue()
+    assert json.loads(pieces.getvalue())["rows"][2] == {"a": 3, "b": None}
+
+
+def test_regressions_json_of_shards_holds_every_step(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    db = f"{tmp_path}/k.duckdb"
+    assert main(["load", str(ROOT / "data"), "--db", db, "--quiet"]) == 0
+    monkeypatch.setattr(kiana.shards.runs, "SHARD_RUNS", 1)  # one GPU per shard
+    capsys.readouterr()
+    assert main(["regressions", "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    con = connect(db, read_only=True)
+    try:
+        judged = judge_all(con, JudgeOptions())
+    finally:
+        con.close()
+    assert judged.shards > 1
+    assert len(out["steps"]) == sum(s.height for s in judged.steps())
+    assert len(out["findings"]) == judged.findings.height
+    assert out["coverage"] == judged.coverage.to_dict()
