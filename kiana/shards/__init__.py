@@ -10,8 +10,8 @@ coverage counts add up (the calibration too is fitted per GPU: :mod:`kiana.stats
 (:mod:`kiana.shards.runs`), reads each shard's runs from DuckDB with ``WHERE gpu IN
 (...)``, judges it, and keeps the results in a :class:`Judged`
 (:mod:`kiana.shards.results`), where each shard's runs and steps go to disk.  Each
-shard is judged in a fresh process (its memory goes back with it), so peak memory is
-set by the largest shard, not the database.
+shard is judged in a fresh interpreter (:mod:`kiana.shards.worker`: its memory goes
+back with it), so peak memory is set by the largest shard, not the database.
 
 >>> import kiana
 >>> con = kiana.connect()
@@ -27,17 +27,15 @@ True
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from kiana.shards.results import Judged, Written, merge_coverage, order_findings, write_judgement
+from kiana.shards import worker
+from kiana.shards.results import Judged, merge_coverage, order_findings
 from kiana.shards.runs import (
     DUCKDB_SHARE,
     Shard,
@@ -48,8 +46,7 @@ from kiana.shards.runs import (
     shard_runs,
     write_origins,
 )
-from kiana.stats import CodeChanges, Coverage, Judgement, JudgeOptions, judge
-from kiana.stats.coverage import REASONS
+from kiana.stats import CodeChanges, Judgement, JudgeOptions, judge
 from kiana.stats.versions import check_baseline
 
 __all__ = [
@@ -91,30 +88,15 @@ def judge_all(
         check_baseline(_versions(con), options.baseline)
     with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
         origins = write_origins(con, Path(folder))
-        with _duckdb_share(con, READ_SHARE), _worker() as pool:
+        with _duckdb_share(con, READ_SHARE):
             for index, shard in enumerate(shards):
                 path = judged.folder() / f"runs-{index:05d}.parquet"
                 runs = shard_runs(con, shard, origins=origins)
                 runs.write_parquet(path, compression="lz4", statistics=False)
                 del runs
-                job = pool.submit(_judge_file, path, options, judged.folder(), index, code_changes)
-                judged.add_written(path, path.with_name(f"steps-{index:05d}.parquet"), job.result())
+                written = worker.run(path, options, judged.folder(), index, code_changes)
+                judged.add_written(path, path.with_name(f"steps-{index:05d}.parquet"), written)
     return judged
-
-
-def _worker() -> ProcessPoolExecutor:
-    """One process per shard, started fresh (``spawn``), so that what a shard's judge
-    allocated goes back to the system with the process: in one process, the allocator
-    kept it (a 10M-run database's 20 shards grew it past 5 GiB; each needs ~1.5 GiB)."""
-    return ProcessPoolExecutor(1, mp_context=get_context("spawn"), max_tasks_per_child=1)
-
-
-def _judge_file(
-    path: Path, options: JudgeOptions, folder: Path, index: int, changes: CodeChanges | None
-) -> Written:
-    """In the worker: judge the runs of one shard's file, write the judgement."""
-    runs = pl.read_parquet(path)
-    return write_judgement(judge_shard(runs, options, changes), runs.height, folder, index)
 
 
 #: DuckDB's memory while the shards' runs are read, after every origin was written
@@ -152,36 +134,7 @@ def _versions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 def judge_shard(
     runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges | None = None
 ) -> Judgement:
-    """:func:`kiana.stats.judge` of one shard's runs.  With a ``baseline`` the shard
-    has no session of, no series of it has a step: its judgement is the judge's without
-    a baseline, less the steps (and what rests on them), and coverage gives every
-    series that would have been compared the reason ``no session of the baseline
-    version``, as the judge of every run does (it raises only when no GPU has the
-    baseline: :func:`judge_all` checks that first)."""
-    baseline = options.baseline
-    judgeable = runs.filter((pl.col("status") == "passed") & pl.col("median").is_not_null())
-    if baseline is None or (judgeable["liger_version"] == baseline).any():
-        return judge(runs, options, code_changes=code_changes)
-    free = judge(runs, dataclasses.replace(options, baseline=None), code_changes=code_changes)
-    cover = free.coverage
-    lost = cover.compared + cover.not_compared.get("no step", 0)
-    reasons = {r: n for r, n in cover.not_compared.items() if r in REASONS[:3]}
-    if lost:
-        reasons[REASONS[3]] = lost
-    tradeoffs = free.tradeoffs
-    return dataclasses.replace(
-        free,
-        steps=free.steps.clear(),
-        findings=free.findings.clear(),
-        quality=free.quality.filter(pl.col("kind") != "outlier"),
-        tradeoffs=None if tradeoffs is None else tradeoffs.clear(),
-        coverage=Coverage(
-            series=cover.series,
-            compared=0,
-            partitions=cover.partitions,
-            partitions_compared=0,
-            liger_series=cover.liger_series,
-            liger_compared=0,
-            not_compared=reasons,
-        ),
-    )
+    """:func:`kiana.stats.judge` of one shard's runs.  A ``baseline`` the shard has no
+    session of is no error here (:func:`judge_all` checks that some GPU has it): the
+    shard's series then have no step, as judging every run gives for these GPUs."""
+    return judge(runs, options, code_changes=code_changes, require_baseline=False)

@@ -130,7 +130,6 @@ class _Stage:
 def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges | None) -> _Stage:
     frame = judgeable(runs, options.session_gap)
     versions = version_table(frame)
-    check_baseline(versions, options.baseline)
     all_points = points(
         frame, gpu_version_ranks(frame), gross_change=options.gross_change,
         separation=options.separation,
@@ -189,12 +188,18 @@ def _sigmas(calibration: Calibration | None, options: JudgeOptions, steps: pl.Da
 def judge(
     runs: pl.DataFrame, options: JudgeOptions | None = None, *,
     calibration: Calibration | None = None, code_changes: CodeChanges | None = None,
+    require_baseline: bool = True,
 ) -> Judgement:  # fmt: skip
     """Judge every series of ``runs`` (see the module docstring).  ``calibration``:
     the noise to judge with (default: measured on ``runs``, :func:`calibrate`);
-    ``code_changes``: where baselines' code changed (:mod:`kiana.stats.codechanges`)."""
+    ``code_changes``: where baselines' code changed (:mod:`kiana.stats.codechanges`);
+    ``require_baseline=False``: a ``baseline`` version ``runs`` lack is no error (one
+    GPU's shard of a database whose other GPUs have it: no step, as judging every run
+    gives for this GPU)."""
     options = options or JudgeOptions()
     stage = _stage(runs, options, code_changes)
+    if require_baseline:
+        check_baseline(stage.versions, options.baseline)
     if calibration is None and options.calibrate:
         calibration = fit(stage.steps)
     grouped = group_key(stage.steps)

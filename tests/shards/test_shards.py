@@ -181,3 +181,34 @@ def test_origins_are_read_once_and_match(commits: duckdb.DuckDBPyConnection) -> 
         parts = [shard_runs(commits, s, origins=origins) for s in plan(commits, max_runs=1)]
     assert_frame_equal(_sorted(pl.concat(parts)), _sorted(whole))
     assert_same(judge_all(commits, EXACT, max_runs=1), judge_all(commits, EXACT))
+
+
+@pytest.mark.heavy
+def test_a_script_without_a_main_guard_judges_several_shards(tmp_path: Path) -> None:
+    """Shards are judged in fresh interpreters, not multiprocessing's ``spawn`` (which
+    imports the caller's ``__main__`` again and fails on a script's top-level call)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "top_level.py"
+    script.write_text(
+        "import kiana.load\n"
+        "from kiana.shards import judge_all\n"
+        "con = kiana.load.connect(None)\n"
+        f"kiana.load.load(con, [{str(ROOT / 'data' / 'generated')!r}])\n"
+        "judged = judge_all(con, max_runs=1)\n"
+        "print(judged.shards, judged.findings.height)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    shards, findings = map(int, done.stdout.split())
+    assert shards > 1 and findings > 0
+
+
+def test_a_worker_that_fails_is_a_clear_error(tmp_path: Path) -> None:
+    from kiana.shards import worker
+
+    with pytest.raises(kiana.KianaError, match="judging shard 3 failed in its worker process"):
+        worker.run(tmp_path / "missing.parquet", JudgeOptions(), tmp_path, 3, None)

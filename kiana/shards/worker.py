@@ -1,0 +1,74 @@
+"""One shard judged in a process of its own: ``python -m kiana.shards.worker JOB``.
+
+:func:`run` writes the job (the shard's runs file, the options, the code changes, where
+to write) to a pickle in the shards' own temporary folder, starts this module with the
+same Python, and reads back what :func:`kiana.shards.results.write_judgement` wrote.
+A fresh interpreter, not :mod:`multiprocessing`: its ``spawn`` start method imports the
+caller's ``__main__`` again, so a script calling :func:`kiana.analyze` at its top level
+(no ``if __name__ == "__main__":``) would fail on any database of more than one shard.
+The process's memory goes back to the system when it ends, which is the point: in one
+process, the allocator kept what each shard's judge freed.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kiana.shards.results import Written
+    from kiana.stats import CodeChanges, JudgeOptions
+
+
+def run(
+    path: Path, options: JudgeOptions, folder: Path, index: int, changes: CodeChanges | None
+) -> Written:
+    """Judge the shard whose runs ``path`` holds in a new process (module docstring)."""
+    job = folder / f"job-{index:05d}.pickle"
+    done = folder / f"done-{index:05d}.pickle"
+    job.write_bytes(pickle.dumps((path, options, folder, index, changes, done)))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [_root(), os.environ.get("PYTHONPATH")])),
+    }
+    finished = subprocess.run(
+        [sys.executable, "-m", "kiana.shards.worker", str(job)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    job.unlink(missing_ok=True)
+    if finished.returncode != 0:
+        from kiana.errors import KianaError
+
+        last = (finished.stderr.strip().splitlines() or ["no message"])[-1][:300]
+        raise KianaError(
+            f"judging shard {index} failed in its worker process: {last}",
+            hint="KIANA_TRACEBACK=1 shows the worker's traceback on its standard error",
+        )
+    written: Written = pickle.loads(done.read_bytes())
+    done.unlink(missing_ok=True)
+    return written
+
+
+def _root() -> str:
+    """The folder kiana is imported from, so the worker imports the same code."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def main(job: str) -> None:
+    import polars as pl
+
+    from kiana.shards import judge_shard
+    from kiana.shards.results import write_judgement
+
+    path, options, folder, index, changes, done = pickle.loads(Path(job).read_bytes())
+    runs = pl.read_parquet(path)
+    written = write_judgement(judge_shard(runs, options, changes), runs.height, folder, index)
+    done.write_bytes(pickle.dumps(written))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
