@@ -1,5 +1,5 @@
 """Where a load's time goes: seconds per stage of ``kiana.load.load``, summed over its
-batches (``kiana.load.store.STAGE_SECONDS``), for one input into a new database file.
+batches (a ``kiana.load.StageTimes`` profiler), for one input into a new database file.
 
     .venv/bin/python bench/corpus.py --sizes 100k --layouts jsonl   # once
     .venv/bin/python bench/load_stages.py bench/out/corpus/100k/jsonl/documents.jsonl
@@ -25,19 +25,17 @@ from common import OUT, machine, median, table
 
 def profile(path: Path) -> tuple[float, dict[str, float]]:
     import kiana.load
-    from kiana.load import store
 
     work = Path(tempfile.mkdtemp(prefix="kiana-stages-", dir=OUT))
     try:
-        store.STAGE_SECONDS = {}
+        times = kiana.load.StageTimes()
         started = time.perf_counter()
         con = kiana.load.connect(work / "kiana.duckdb")
-        kiana.load.load(con, [path])
+        kiana.load.load(con, [path], profiler=times)
         con.close()
         seconds = time.perf_counter() - started
-        stages = store.STAGE_SECONDS
+        stages = times.seconds
     finally:
-        store.STAGE_SECONDS = None
         shutil.rmtree(work, ignore_errors=True)
     stages["other (connect, expand, close)"] = seconds - sum(stages.values())
     return seconds, stages
