@@ -13,12 +13,13 @@ clean ones are checked rows as they are.  The others (rare) are
 :func:`check` reads no table, so it runs on a cursor of its own while the batch before
 is stored (:mod:`kiana.load.pipeline`).  It hashes each document's ``run_id`` on a
 thread of its own (hashlib lets go of the GIL), which the storing waits for: the hashing
-hides behind the checks and the storing of the batch before.
+hides behind the checks and the storing of the batch before.  A small batch is hashed
+at once: starting a thread would cost more than the hashing.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import duckdb
 import pyarrow as pa
@@ -35,6 +36,10 @@ __all__ = ["check"]
 #: The candidates' columns that are not checked columns, and the fast path's answer.
 _NOT_CHECKED = {*CANDIDATE_COLUMNS, "clean"}
 
+#: Documents of up to this many bytes in all are hashed at once, not on a thread of
+#: their own (hashlib: ~1 ms per MB).
+_HASH_AT_ONCE_BYTES = 1 << 20
+
 
 def check(cursor: duckdb.DuckDBPyConnection, screened: ScreenedBatch) -> CheckedBatch:
     """The checks of one screened batch, on ``cursor``, outside the load's transaction
@@ -48,15 +53,25 @@ def check(cursor: duckdb.DuckDBPyConnection, screened: ScreenedBatch) -> Checked
         rest = expanded(cursor, items.filter(pc.invert(clean)))
         items = pa.concat_tables([items.filter(clean), rest])
     unreadable = tuple(_unreadable(rest))
-    hashing = ThreadPoolExecutor(1, thread_name_prefix="kiana-load-hash")
-    run_ids = hashing.submit(sha256_hex, items.column("doc"))
-    hashing.shutdown(wait=False)
+    run_ids = _hashed(items.column("doc"))
     flat = passed
     documents = rest.filter(pc.is_null(rest.column("problem")))
     if documents.num_rows:
         full = registered(cursor, FLAT_SQL, "documents", documents)
         flat = pa.concat_tables([passed, full.select(passed.column_names)])
     return CheckedBatch(items, flat.append_column("key", keys(flat)), unreadable, run_ids)
+
+
+def _hashed(documents: pa.ChunkedArray) -> Future[pa.Array]:
+    """The ``run_id`` of each document, being hashed (on a thread, for a large batch)."""
+    if documents.nbytes <= _HASH_AT_ONCE_BYTES:
+        done: Future[pa.Array] = Future()
+        done.set_result(sha256_hex(documents))
+        return done
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="kiana-load-hash")
+    run_ids = hashing.submit(sha256_hex, documents)
+    hashing.shutdown(wait=False)
+    return run_ids
 
 
 def _shown_source(rows: pa.Table) -> pa.ChunkedArray | pa.Array:

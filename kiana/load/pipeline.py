@@ -108,8 +108,14 @@ def read_documents(
 
 def _ahead(stream: Iterable[T]) -> Generator[T, None, None]:
     """The items of ``stream``, each made on a second thread while the caller works on
-    the one before: one ahead, so at most two are held.  An exception of the stream is
-    raised here, in its order; closing this generator stops the second thread."""
+    the one before: one ahead, so at most two are held.  The first is made on the
+    caller's thread (there is nothing to overlap it with yet; a load of one batch starts
+    no thread that it would wait for).  An exception of the stream is raised here, in its
+    order; closing this generator stops the second thread."""
+    items = iter(stream)
+    first = next(items, None)
+    if first is None:
+        return
     handoff: queue.Queue[tuple[T | None, BaseException | None]] = queue.Queue(maxsize=1)
     stop = threading.Event()
 
@@ -124,16 +130,17 @@ def _ahead(stream: Iterable[T]) -> Generator[T, None, None]:
 
     def make() -> None:
         try:
-            for item in stream:
+            for item in items:
                 if not put((item, None)):
                     return
             put((None, None))
         except BaseException as exc:  # handed to the caller, raised there
             put((None, exc))
 
-    thread = threading.Thread(target=make, name="kiana-load-reader", daemon=True)
+    thread = threading.Thread(target=make, name="kiana-load-ahead", daemon=True)
     thread.start()
     try:
+        yield first
         while True:
             item, error = handoff.get()
             if error is not None:

@@ -105,16 +105,8 @@ _INSERT_DETAILS_SQL = """
 INSERT INTO run_details SELECT run_id, ms, native_metrics, labels FROM good
 """
 
-#: The first document of each protocol digest not stored yet (``good``).
-_NEW_PROTOCOLS_SQL = """
-SELECT * FROM (
-    SELECT protocol_digest AS digest, arg_min(rec, (rec, item)) AS rec,
-           arg_min(item, (rec, item)) AS item, arg_min(source, (rec, item)) AS src
-    FROM good GROUP BY ALL
-) ANTI JOIN protocols USING (digest)
-"""
-
-#: The new protocols (``new``: digest, src and the document) -> ``protocols``.
+#: The new protocols (lists, one entry per protocol: ``digest``, ``src`` and ``doc``, the
+#: document it was first seen in) -> ``protocols``.
 _INSERT_PROTOCOLS_SQL = """
 INSERT INTO protocols
 SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c, '$.metadata.title'),
@@ -122,28 +114,27 @@ SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c,
     json_extract_string(c, '$.spec.measurement.timer'), json_extract_string(c, '$.spec.measurement.primaryStatistic'),
     json_extract_string(c, '$.spec.harness.name'), json_extract_string(c, '$.spec.harness.repository'),
     c, src
-FROM (SELECT digest, src, json_transform(doc, '{"protocol": "JSON"}').protocol AS c FROM new)
+FROM (
+    SELECT digest, src, json_transform(doc, '{"protocol": "JSON"}').protocol AS c
+    FROM (SELECT unnest($digest) AS digest, unnest($src) AS src, unnest($doc) AS doc)
+)
 """
 
-#: The first document of each environment digest not stored yet (``good``).
-_NEW_ENVIRONMENTS_SQL = """
-SELECT * FROM (
-    SELECT environment_digest AS digest, arg_min(rec, (rec, item)) AS rec,
-           arg_min(item, (rec, item)) AS item, arg_min(source, (rec, item)) AS src,
-           arg_min(vendor, (rec, item)) AS vendor, arg_min(product, (rec, item)) AS product,
-           arg_min(form_factor, (rec, item)) AS form_factor,
-           arg_min(architecture, (rec, item)) AS architecture,
-           arg_min(gpu, (rec, item)) AS gpu
-    FROM good GROUP BY ALL
-) ANTI JOIN environments USING (digest)
-"""
-
-#: The new environments (``new``) -> ``environments``.
+#: The new environments (lists, as for :data:`_INSERT_PROTOCOLS_SQL`, and the hardware
+#: columns of the first document) -> ``environments``.
 _INSERT_ENVIRONMENTS_SQL = """
 INSERT INTO environments
 SELECT digest, json_extract_string(c, '$.metadata.name'), json_extract_string(c, '$.metadata.title'),
     vendor, product, form_factor, architecture, gpu, json_extract(c, '$.spec.software'), c, src
-FROM (SELECT *, json_transform(doc, '{"environment": "JSON"}').environment AS c FROM new)
+FROM (
+    SELECT *, json_transform(doc, '{"environment": "JSON"}').environment AS c
+    FROM (
+        SELECT unnest($digest) AS digest, unnest($src) AS src, unnest($doc) AS doc,
+            unnest($vendor) AS vendor, unnest($product) AS product,
+            unnest($form_factor) AS form_factor, unnest($architecture) AS architecture,
+            unnest($gpu) AS gpu
+    )
+)
 """
 
 #: Data-quality notes on the new runs (``good``) -> ``warnings``, returning the run of
@@ -252,6 +243,25 @@ def _consistent(flat: pa.Table, stored: dict[str, dict[str, int]]) -> bool:
     return True
 
 
+#: For each table of :data:`_CONTENTS`: its insert, and the columns of the first document
+#: of a new digest that the insert reads besides its digest, source and document.
+_INSERTS = (
+    (_INSERT_PROTOCOLS_SQL, ()),
+    (_INSERT_ENVIRONMENTS_SQL, ("vendor", "product", "form_factor", "architecture", "gpu")),
+)
+
+
+def _first_of_new(flat: pa.Table, column: str, stored: dict[str, int]) -> pa.Table:
+    """The first new run (by key) of each ``column`` digest that is not ``stored``."""
+    fresh = flat.filter(flat.column("fresh"))
+    unknown = pc.invert(
+        pc.is_in(fresh.column(column), value_set=pa.array(list(stored), pa.string()))
+    )
+    rows = fresh.filter(unknown)
+    first = rows.group_by(column).aggregate([("key", "min")]).column("key_min")
+    return rows.filter(pc.is_in(rows.column("key"), value_set=first))
+
+
 def _insert_details(
     con: duckdb.DuckDBPyConnection,
     items: pa.Table,
@@ -261,20 +271,19 @@ def _insert_details(
 ) -> None:
     """The details of the new runs (``good``, the ``fresh`` rows of ``flat``), and the
     protocols and environments whose digests are new (their content from their first
-    document; ``stored``: :func:`_stored_contents`, taken before this batch's inserts)."""
+    document; ``stored``: :func:`_stored_contents`, taken before this batch's inserts).
+    A batch has few new digests: their rows go to the inserts as lists, in one plain
+    statement each (no relation to bind: 4 -> 2 statements, ~30 ms less for a first
+    load of one document)."""
     write(con, _INSERT_DETAILS_SQL, "good", good)
-    fresh = flat.column("fresh")
-    for (column, _, table), new_sql, insert_sql in zip(
-        _CONTENTS,
-        (_NEW_PROTOCOLS_SQL, _NEW_ENVIRONMENTS_SQL),
-        (_INSERT_PROTOCOLS_SQL, _INSERT_ENVIRONMENTS_SQL),
-        strict=True,
-    ):
-        digests = pc.unique(pc.filter(flat.column(column), fresh)).to_pylist()
-        if any(digest not in stored[table] for digest in digests):
-            new = select(con, new_sql, "good", good)
-            new = new.append_column("doc", matching(items, "doc", new))
-            write(con, insert_sql, "new", new)
+    for (column, _, table), (insert_sql, extra) in zip(_CONTENTS, _INSERTS, strict=True):
+        new = _first_of_new(flat, column, stored[table])
+        if new.num_rows:
+            values = {name: new.column(name).to_pylist() for name in extra}
+            values["digest"] = new.column(column).to_pylist()
+            values["src"] = new.column("source").to_pylist()
+            values["doc"] = matching(items, "doc", new).to_pylist()
+            con.execute(insert_sql, values)
 
 
 #: The rows of :data:`_CONFLICTS_SQL` when there are none.
