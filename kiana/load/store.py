@@ -251,13 +251,17 @@ _INSERTS = (
 )
 
 
-def _first_of_new(flat: pa.Table, column: str, stored: dict[str, int]) -> pa.Table:
-    """The first new run (by key) of each ``column`` digest that is not ``stored``."""
-    fresh = flat.filter(flat.column("fresh"))
-    unknown = pc.invert(
-        pc.is_in(fresh.column(column), value_set=pa.array(list(stored), pa.string()))
-    )
-    rows = fresh.filter(unknown)
+def _first_of_new(
+    flat: pa.Table, column: str, stored: dict[str, int], extra: tuple[str, ...]
+) -> pa.Table | None:
+    """The first new run (by key) of each ``column`` digest that is not ``stored``, with
+    the columns its insert reads; None when every digest of the new runs is stored (one
+    column filtered: most batches)."""
+    known = pa.array(list(stored), pa.string())
+    new = pc.and_(flat.column("fresh"), pc.invert(pc.is_in(flat.column(column), value_set=known)))
+    if not pc.any(new).as_py():
+        return None
+    rows = flat.select([column, "rec", "item", "key", "source", *extra]).filter(new)
     first = rows.group_by(column).aggregate([("key", "min")]).column("key_min")
     return rows.filter(pc.is_in(rows.column("key"), value_set=first))
 
@@ -277,8 +281,8 @@ def _insert_details(
     load of one document)."""
     write(con, _INSERT_DETAILS_SQL, "good", good)
     for (column, _, table), (insert_sql, extra) in zip(_CONTENTS, _INSERTS, strict=True):
-        new = _first_of_new(flat, column, stored[table])
-        if new.num_rows:
+        new = _first_of_new(flat, column, stored[table], extra)
+        if new is not None:
             values = {name: new.column(name).to_pylist() for name in extra}
             values["digest"] = new.column(column).to_pylist()
             values["src"] = new.column("source").to_pylist()
