@@ -21,8 +21,10 @@ the work only (not interpreter start-up nor imports):
   (e.g. ``git worktree add /tmp/old <commit>``), imported through ``PYTHONPATH=DIR``, to
   compare two loaders in one run (also with ``--incremental``).
 
-Printed: the median seconds over ``--repeats`` runs, documents per second, the ratio
-to kiana (>1: the contender is slower than kiana) and the peak memory.
+Printed: the median seconds over ``--repeats`` runs (and their range), the median CPU
+seconds (user + system, every thread: on a shared machine less moved by the other work
+than the clock), documents per second, the ratio to kiana (>1: the contender is slower
+than kiana) and the peak memory.
 """
 
 from __future__ import annotations
@@ -184,13 +186,27 @@ IMPORTS = {
 }
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far, all its threads."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_one(contender: str, path: Path, work: Path) -> None:
     for module in IMPORTS[contender]:
         importlib.import_module(module)
+    used = _cpu_seconds()
     started = time.perf_counter()
     documents = RUNNERS[contender](path, work)
     seconds = time.perf_counter() - started
-    result: dict[str, Any] = {"seconds": seconds, "documents": documents, "peak_mib": peak_mib()}
+    result: dict[str, Any] = {
+        "seconds": seconds,
+        "cpu": _cpu_seconds() - used,
+        "documents": documents,
+        "peak_mib": peak_mib(),
+    }
     if "kiana.load" in sys.modules:
         result["kiana"] = str(Path(sys.modules["kiana.load"].__file__ or "").parents[2])
     print(json.dumps(result))
@@ -236,6 +252,7 @@ def measure(
     return {
         c: {
             "seconds": median([r["seconds"] for r in got]),
+            "cpu": median([r["cpu"] for r in got]),
             "min": min(r["seconds"] for r in got),
             "max": max(r["seconds"] for r in got),
             "peak_mib": max(r["peak_mib"] for r in got),
@@ -273,7 +290,8 @@ def incremental(repeats: int) -> str:
     for name, got in measure(contenders, new, repeats, prepare=base).items():
         lines.append(
             f"{name}: {got['documents']:,} new documents into a 1M-run database: "
-            f"{got['seconds']:.2f} s (median of {repeats}; {_spread(got)}), "
+            f"{got['seconds']:.2f} s (median of {repeats}; {_spread(got)}; "
+            f"CPU {got['cpu']:.2f} s), "
             f"peak {got['peak_mib']:.0f} MiB (target <= 1 s)"
         )
     return "\n".join(lines)
@@ -337,6 +355,7 @@ def main() -> int:
                         f"{got['documents']:,}",
                         f"{got['seconds']:.2f}",
                         _spread(got),
+                        f"{got['cpu']:.2f}",
                         f"{got['documents'] / got['seconds']:,.0f}",
                         ratio,
                         f"{got['peak_mib']:,.0f}",
@@ -356,6 +375,7 @@ HEADER = [
     "documents",
     "seconds",
     "min-max",
+    "CPU s",
     "docs/s",
     "vs kiana",
     "peak MiB",
