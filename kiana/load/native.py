@@ -197,12 +197,19 @@ def _chunks(
 ) -> Iterator[pa.RecordBatch]:
     """The reading query's record batches.  The pre-check passed the file, so DuckDB
     refusing its input means the file changed in between (a line now longer than the
-    reader was sized for, a byte the pre-check excludes): the load stops, rolled back."""
+    reader was sized for, a byte the pre-check excludes): the load stops, rolled back.
+    DuckDB raises the refusal itself when it comes with the first rows, and through the
+    Arrow stream (an ``OSError`` with DuckDB's message) when it comes later."""
     try:
         yield from _reader(reader, path, longest, chunk_rows)
-    except duckdb.InvalidInputException as exc:
+    except (duckdb.InvalidInputException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        if not isinstance(exc, duckdb.InvalidInputException) and not first.startswith(
+            "Invalid Input Error"
+        ):
+            raise
         raise InputError(
-            f"{path}: the file changed while kiana read it ({str(exc).splitlines()[0]})",
+            f"{path}: the file changed while kiana read it ({first})",
             hint="load it again once it is complete; nothing of this load was written",
         ) from exc
 
