@@ -60,7 +60,7 @@ def load(
     files = expand(paths)
     return pipeline.run(
         con,
-        lambda reader: pipeline.read_files(reader, files, limits),
+        lambda reader: pipeline.read_files(reader, files, limits, profiler),
         inputs=[os.fspath(p) for p in paths],
         files=len(files),
         started=started,

@@ -35,13 +35,13 @@ import duckdb
 
 from kiana._version import __version__
 from kiana.errors import DatabaseError
-from kiana.load.batches import BatchCounts, CheckedBatch, ParsedBatch, ScreenedBatch
+from kiana.load.batches import BatchCounts, CheckedBatch, ParsedBatch, RawBatch, ScreenedBatch
 from kiana.load.check import check
 from kiana.load.fast import screen
 from kiana.load.limits import LoadLimits
 from kiana.load.native import file_batches, longest_line
 from kiana.load.parse import parse
-from kiana.load.profiling import Profiler
+from kiana.load.profiling import NO_PROFILER, Profiler
 from kiana.load.sources import InputFile, batches, document_batches
 from kiana.load.store import Seen, store
 
@@ -81,7 +81,10 @@ _ONE_LOAD = threading.Lock()
 
 
 def read_files(
-    reader: duckdb.DuckDBPyConnection, files: Iterable[InputFile], limits: LoadLimits
+    reader: duckdb.DuckDBPyConnection,
+    files: Iterable[InputFile],
+    limits: LoadLimits,
+    profiler: Profiler = NO_PROFILER,
 ) -> Generator[Readout, None, None]:
     """Every record of every file, in bounded batches: DuckDB reads (on ``reader``) the
     plain JSONL files that :func:`kiana.load.native.eligible` passes (sized by their
@@ -93,8 +96,22 @@ def read_files(
             for item, longest in group:
                 yield from file_batches(reader, item, longest or 0, limits)
         else:
-            raw = batches((item for item, _ in group), limits)
-            yield from _ahead(parse(reader, batch) for batch in raw)
+            raw = _timed(batches((item for item, _ in group), limits), profiler, _READ_PYTHON)
+            yield from _ahead(_parsed(reader, raw, profiler))
+
+
+#: The stages of the reading thread (Python's reader).
+_READ_PYTHON = "read: Python's reader (reading thread)"
+_PARSE = "parse: stage 1 of Python-read batches (reading thread)"
+
+
+def _parsed(
+    reader: duckdb.DuckDBPyConnection, raw: Iterable[RawBatch], profiler: Profiler
+) -> Iterator[ParsedBatch]:
+    for batch in raw:
+        with profiler.stage(_PARSE):
+            parsed = parse(reader, batch)
+        yield parsed
 
 
 def read_documents(
@@ -168,7 +185,8 @@ def _checked(
 ) -> Iterator[CheckedBatch]:
     """The batches of ``stream`` screened (where the reader did not) and checked on
     ``checker``, a cursor of their own (the checks read no table)."""
-    for batch in _timed(stream, profiler, "read (DuckDB's JSONL reader: + parse, screen)"):
+    reading = "read: DuckDB's reader, + parse, screen (or waiting for the reading thread)"
+    for batch in _timed(stream, profiler, reading):
         if isinstance(batch, ParsedBatch):
             with profiler.stage("screen: the fast path (Python-read batches)"):
                 batch = screen(checker, batch)
