@@ -117,8 +117,8 @@ def _parsed(
 def read_documents(
     reader: duckdb.DuckDBPyConnection, documents: Iterable[object], source: str, limits: LoadLimits
 ) -> Generator[Readout, None, None]:
-    """Documents in memory, parsed on ``reader`` as the checking thread asks for them
-    (the caller's iterable is drawn there, as it was before the stages split)."""
+    """Documents in memory, parsed on ``reader`` as the checking thread asks for them:
+    the caller's iterable is drawn there (its first batch on the caller's thread)."""
     for batch in document_batches(documents, source, limits):
         yield parse(reader, batch)
 
