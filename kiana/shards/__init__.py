@@ -80,12 +80,12 @@ def judge_all(
     options = options or JudgeOptions()
     shards = plan(con, max_runs=max_runs)
     judged = Judged(spill=spill)
+    if options.baseline is not None:  # some GPU has it (each shard's judge cannot tell)
+        check_baseline(_versions(con), options.baseline)
     if len(shards) <= 1:  # everything at once, as the judge always did
         runs = shard_runs(con)
         judged.add(runs, judge_shard(runs, options, code_changes))
         return judged
-    if options.baseline is not None:
-        check_baseline(_versions(con), options.baseline)
     with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
         origins = write_origins(con, Path(folder))
         with _duckdb_share(con, READ_SHARE):
