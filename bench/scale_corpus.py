@@ -69,20 +69,23 @@ CSV = "benchmark/data/all_benchmark_data.csv"
 
 #: The catalog's GPUs and 13 more: 10M runs over 20 GPUs (~0.5M each), as an index of
 #: several kernel libraries would hold.
-EXTRA_GPUS = (
-    Gpu("nvidia", "NVIDIA H200", "141GB HBM3e", "sm_90", "NVIDIA H200"),
-    Gpu("nvidia", "NVIDIA B200", "180GB HBM3e", "sm_100", "NVIDIA B200"),
-    Gpu("nvidia", "NVIDIA L40S", "PCIe", "sm_89", "NVIDIA L40S"),
-    Gpu("nvidia", "NVIDIA GeForce RTX 4090", "PCIe", "sm_89", "NVIDIA GeForce RTX 4090"),
-    Gpu("amd", "AMD Instinct MI250X", "OAM", "gfx90a", "AMD Instinct MI250X"),
-    Gpu("amd", "AMD Instinct MI325X", "OAM", "gfx942", "AMD Instinct MI325X"),
-    Gpu("nvidia", "NVIDIA GH200", "96GB HBM3", "sm_90", "NVIDIA GH200"),
-    Gpu("nvidia", "NVIDIA H20", "96GB HBM3", "sm_90", "NVIDIA H20"),
-    Gpu("nvidia", "NVIDIA L4", "PCIe", "sm_89", "NVIDIA L4"),
-    Gpu("nvidia", "NVIDIA A100", "PCIe-80GB", "sm_80", "NVIDIA A100 80GB PCIe"),
-    Gpu("nvidia", "NVIDIA RTX 6000 Ada", "PCIe", "sm_89", "NVIDIA RTX 6000 Ada Generation"),
-    Gpu("nvidia", "NVIDIA B100", "192GB HBM3e", "sm_100", "NVIDIA B100"),
-    Gpu("nvidia", "NVIDIA A30", "PCIe", "sm_80", "NVIDIA A30"),
+_EXTRA = """
+nvidia | NVIDIA H200 | 141GB HBM3e | sm_90 | NVIDIA H200
+nvidia | NVIDIA B200 | 180GB HBM3e | sm_100 | NVIDIA B200
+nvidia | NVIDIA L40S | PCIe | sm_89 | NVIDIA L40S
+nvidia | NVIDIA GeForce RTX 4090 | PCIe | sm_89 | NVIDIA GeForce RTX 4090
+amd | AMD Instinct MI250X | OAM | gfx90a | AMD Instinct MI250X
+amd | AMD Instinct MI325X | OAM | gfx942 | AMD Instinct MI325X
+nvidia | NVIDIA GH200 | 96GB HBM3 | sm_90 | NVIDIA GH200
+nvidia | NVIDIA H20 | 96GB HBM3 | sm_90 | NVIDIA H20
+nvidia | NVIDIA L4 | PCIe | sm_89 | NVIDIA L4
+nvidia | NVIDIA A100 | PCIe-80GB | sm_80 | NVIDIA A100 80GB PCIe
+nvidia | NVIDIA RTX 6000 Ada | PCIe | sm_89 | NVIDIA RTX 6000 Ada Generation
+nvidia | NVIDIA B100 | 192GB HBM3e | sm_100 | NVIDIA B100
+nvidia | NVIDIA A30 | PCIe | sm_80 | NVIDIA A30
+"""
+EXTRA_GPUS = tuple(
+    Gpu(*(cell.strip() for cell in line.split("|"))) for line in _EXTRA.strip().splitlines()
 )
 ALL_GPUS: tuple[Gpu, ...] = (*(s.gpu for s in GPUS.values()), *EXTRA_GPUS)
 

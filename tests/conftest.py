@@ -79,8 +79,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     if call.when != "call" or not report.passed or SLOW_TEST_SECONDS <= 0:
         return
-    if item.get_closest_marker("heavy") is not None:
-        return
+    if item.get_closest_marker("heavy") or item.get_closest_marker("browser"):
+        return  # outside the quick loop
     seconds = item.stash.get(_SETUP_SECONDS, 0.0) + call.duration
     if seconds > SLOW_TEST_SECONDS:
         report.outcome = "failed"
@@ -89,3 +89,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             f"{SLOW_TEST_SECONDS:g} s: make it quicker or mark it @pytest.mark.heavy "
             "(KIANA_TEST_SECONDS sets the limit)"
         )
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium (``tests/browser.py``) for every browser test of the run:
+    Playwright's sync API allows one running instance per thread."""
+    from tests.browser import chromium
+
+    with chromium() as launched:
+        yield launched

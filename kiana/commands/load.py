@@ -6,9 +6,13 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kiana.commands.common import DEFAULT_DB, add_db_option, open_db
 from kiana.safe import terminal
+
+if TYPE_CHECKING:
+    import duckdb
 
 HELP = "load kernelindex documents (files, folders, globs; .json, .jsonl, .gz) into DuckDB"
 
@@ -64,13 +68,25 @@ def run(args: argparse.Namespace) -> int:
 
     _refuse_csv(args.paths)
     con = open_db(args, must_exist=False, read_only=False)
+    last = _last_load(con)
     bar = None if args.quiet else progress_bar()
     try:
-        summary = load(con, args.paths, progress=bar)
-    finally:
-        con.close()
-        if bar is not None:
-            sys.stderr.write("\r\033[K")  # the bar's line, cleared
+        try:
+            summary = load(con, args.paths, progress=bar)
+        finally:
+            con.close()
+            if bar is not None:
+                sys.stderr.write("\r\033[K")  # the bar's line, cleared
+    except BaseException as exc:
+        stored = _stored_after(args.db, last, exc)
+        if stored is None:
+            raise
+        print(
+            f"kiana load: interrupted after this load was stored (load {stored[0]}: "
+            f"{stored[1]:,} documents loaded): nothing is lost, nothing to run again",
+            file=sys.stderr,
+        )
+        return 130
     if summary.files == 0:
         raise InputError(
             f"no document files under {', '.join(map(str, args.paths))}: nothing was loaded",
@@ -100,3 +116,32 @@ def run(args: argparse.Namespace) -> int:
             hint="see the rejects table for each source, JSON path and reason",
         )
     return 0
+
+
+def _last_load(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute("SELECT coalesce(max(load_id), 0) FROM loads").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _stored_after(db: str | None, last: int, exc: BaseException) -> tuple[int, int] | None:
+    """(load id, documents loaded) when Ctrl-C came after the load's transaction was
+    committed (while the connection closed, say), so the usual "nothing was stored"
+    would be false; None otherwise (not Ctrl-C, an in-memory database, or not stored)."""
+    from kiana.cli import interrupted
+    from kiana.commands.common import MEMORY
+    from kiana.load import connect
+
+    if not interrupted(exc) or db in (None, MEMORY):
+        return None
+    try:
+        con = connect(db, read_only=True)
+    except Exception:
+        return None
+    try:
+        row = con.execute(
+            "SELECT load_id, loaded FROM loads WHERE load_id > ? ORDER BY load_id DESC LIMIT 1",
+            [last],
+        ).fetchone()
+    finally:
+        con.close()
+    return (int(row[0]), int(row[1] or 0)) if row else None

@@ -18,6 +18,7 @@ list them (``culprits_command``, ``culprits_since``, ``culprits_until``).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,24 +46,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--steps", action="store_true",
         help="also print the per-workload steps behind the findings shown",
     )  # fmt: skip
-    parser.add_argument(
-        "--kernel",
-        action="append",
-        default=[],
-        help="only this kernel (repeatable; substring, any case)",
-    )
-    parser.add_argument(
-        "--gpu",
-        action="append",
-        default=[],
-        help="only this GPU (repeatable; substring, any case)",
-    )
-    parser.add_argument(
-        "--provider",
-        action="append",
-        default=[],
-        help="only this provider (repeatable; whole name, any case)",
-    )
+    for flag, what, match in (
+        ("--kernel", "kernel", "substring"),
+        ("--gpu", "GPU", "substring"),
+        ("--provider", "provider", "whole name"),
+    ):
+        parser.add_argument(
+            flag,
+            action="append",
+            default=[],
+            help=f"only this {what} (repeatable; {match}, any case)",
+        )
     parser.add_argument(
         "--pass", dest="pass_", action="append", default=[], help="only this timed pass"
     )
@@ -283,33 +277,42 @@ def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
 
 def _print_extras(analysis: Analysis, args: argparse.Namespace, width: int | None) -> None:
     """Change points and trade-offs, each line wrapped to the terminal."""
-    from kiana.commands.layout import wrap
-    from kiana.safe import terminal
-
     changepoints = analysis.changepoints
     if changepoints.height:
         print()
         print("change points (level shifts over several sessions):")
-        for row in changepoints.head(args.limit).iter_rows(named=True):
-            text = terminal(
+        _print_wrapped(
+            (
                 f"{row['verdict']} {row['kernel']}/{row['pass']} {row['provider']} "
                 f"{row['gpu']} {row['workload']} {row['metric']}: {_pct(row['change'])} "
                 f"at {row['from_version']} → {row['to_version']} (p={row['p_value']:.1g})"
-            )
-            for part in wrap(text, width=width, indent="    ", first="  "):
-                print(part)
+                for row in changepoints.head(args.limit).iter_rows(named=True)
+            ),
+            width,
+        )
     tradeoffs = analysis.tradeoffs
     if tradeoffs is not None and tradeoffs.height:
         print(f"\n{tradeoffs.height} trade-off(s): latency against memory in the same sittings")
-        for row in tradeoffs.head(args.limit).iter_rows(named=True):
-            text = terminal(
+        _print_wrapped(
+            (
                 f"{row.get('kind', 'trade-off')}: "
                 f"{row['kernel']}/{row['pass']} {row['provider']} on {row['gpu']} "
                 f"{row['from_version']} → {row['to_version']}: latency "
                 f"{_pct(row['latency_change'])}, memory {_pct(row['memory_change'])}"
-            )
-            for part in wrap(text, width=width, indent="    ", first="  "):
-                print(part)
+                for row in tradeoffs.head(args.limit).iter_rows(named=True)
+            ),
+            width,
+        )
+
+
+def _print_wrapped(texts: Iterable[str], width: int | None) -> None:
+    """Each text made safe for the terminal and wrapped to it, under a two-space indent."""
+    from kiana.commands.layout import wrap
+    from kiana.safe import terminal
+
+    for text in texts:
+        for part in wrap(terminal(text), width=width, indent="    ", first="  "):
+            print(part)
 
 
 def culprit_lines(culprits: list[dict[str, object]] | None, top: int = 3) -> list[str]:
@@ -331,19 +334,18 @@ def _print_steps(
     steps: pl.DataFrame, shown: pl.DataFrame, args: argparse.Namespace, width: int | None
 ) -> None:
     """The per-workload steps of the findings shown, each wrapped to the terminal."""
-    from kiana.commands.layout import wrap
-    from kiana.safe import terminal
     from kiana.vocabulary import FINDING_KEYS
 
     keys = list(FINDING_KEYS)
     detail = steps.join(shown.select(keys), on=keys, how="semi")
     print()
     print(f"steps behind these findings ({detail.height}):")
-    for row in detail.head(args.limit * 8).iter_rows(named=True):
-        text = terminal(
+    _print_wrapped(
+        (
             f"{row['verdict']} {row['kernel']}/{row['pass']} {row['provider']} "
             f"{row['gpu']} {row['workload']} {row['metric']} {_versions(row)}: "
             f"{_pct(row['change'])}; {row['evidence']}"
-        )
-        for part in wrap(text, width=width, indent="    ", first="  "):
-            print(part)
+            for row in detail.head(args.limit * 8).iter_rows(named=True)
+        ),
+        width,
+    )

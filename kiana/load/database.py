@@ -135,13 +135,7 @@ def _is_sqlite(path: str) -> bool:
 def _refuse_foreign(con: duckdb.DuckDBPyConnection, target: str) -> None:
     """A :class:`DatabaseError` for a DuckDB file whose tables are not kiana's (kiana
     would add its own beside them, or fail on a table of the same name)."""
-    tables = {
-        str(name)
-        for (name,) in con.execute(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_catalog = current_database()"
-        ).fetchall()
-    }
+    tables = _table_names(con, "table_catalog = current_database()")
     if tables and "kiana_meta" not in tables:
         from kiana.safe import terminal
 
@@ -150,6 +144,12 @@ def _refuse_foreign(con: duckdb.DuckDBPyConnection, target: str) -> None:
             f"{terminal(target)}: a DuckDB database that is not kiana's (it holds {shown})",
             hint="give a new --db file name: kiana never writes into another program's database",
         )
+
+
+def _table_names(con: duckdb.DuckDBPyConnection, where: str) -> set[str]:
+    """The names of the tables ``where`` (a condition on information_schema.tables)."""
+    sql = f"SELECT table_name FROM information_schema.tables WHERE {where}"
+    return {str(name) for (name,) in con.execute(sql).fetchall()}
 
 
 def created(db: PathLike) -> bool:
@@ -193,13 +193,7 @@ def _kiana_tables() -> list[str]:
 
 
 def _holds_data(con: duckdb.DuckDBPyConnection) -> bool:
-    tables = {
-        str(name)
-        for (name,) in con.execute(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_catalog = 'doomed' AND table_type = 'BASE TABLE'"
-        ).fetchall()
-    }
+    tables = _table_names(con, "table_catalog = 'doomed' AND table_type = 'BASE TABLE'")
     if tables - set(_kiana_tables()):
         return True
     # A load that read nothing (an empty folder) leaves a loads row but no one's data.

@@ -61,11 +61,7 @@ def v(version: str, median: str, stamp: str, **changes: str) -> dict[str, str]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """Three releases of one CSV, each overwriting the last, plus noise commits."""
-    repo = tmp_path / "Liger-Kernel"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
+    repo = empty_repo(tmp_path / "Liger-Kernel")
     a1 = v("0.5.0", "0.50", "2025-01-01 00:00:00")
     b1 = v("0.5.0", "0.90", "2025-01-01 00:00:00", x_value="2048")
     commit(repo, {CSV_PATH: csv_text(a1, b1)}, "0.5.0")
@@ -112,11 +108,7 @@ def test_csv_in_a_new_file_is_walked(repo: Path) -> None:
 
 
 def test_csv_without_version_column_takes_the_release_of_its_commit(tmp_path: Path) -> None:
-    repo = tmp_path / "old"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
+    repo = empty_repo(tmp_path / "old")
     columns = tuple(c for c in COLUMNS if c != "liger_version")
     files = {
         CSV_PATH: csv_text(BASE, columns=columns),

@@ -19,7 +19,6 @@ import pytest
 
 from kiana.charts import VEGALITE_MIME
 from tests.browser import MARKS
-from tests.browser import chromium as launched_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "report" / "artifacts"
@@ -95,9 +94,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with launched_chromium() as browser:
-        yield browser
+def chromium(browser: Any) -> Any:
+    return browser
 
 
 #: Charts drawn by JupyterLab's Vega renderer, and by the inline HTML.

@@ -10,24 +10,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser import MARKS, chromium
+from tests.browser import MARKS
 from tests.report_fixtures import build_page, sample_database
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
 pytestmark = MARKS
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as launched:
-        yield launched
 
 
 def _report(tmp_path: Path, hostile: bool) -> Path:

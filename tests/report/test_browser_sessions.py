@@ -11,10 +11,8 @@ import pytest
 
 from tests.browser import MARKS
 from tests.report.sessions_fixtures import session_database
-from tests.report.test_browser import Watch, browser
+from tests.report.test_browser import Watch
 from tests.report_fixtures import NOW
-
-__all__ = ["browser"]  # the fixture, shared with test_browser.py
 
 pytestmark = MARKS
 

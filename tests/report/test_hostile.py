@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests import reliability as rel
-from tests.browser import CHROMIUM, SKIP_REASON, chromium
+from tests.browser import CHROMIUM, SKIP_REASON
 
 #: Payloads for any string; those of SLASHLESS also fit the "/"-separated ids.
 PAYLOADS = (
@@ -84,31 +84,34 @@ def test_no_raw_markup_from_the_data_in_the_html(report: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def page(report: Path) -> Iterator[tuple[Any, dict[str, list[str]]]]:
+def page(
+    request: pytest.FixtureRequest, report: Path
+) -> Iterator[tuple[Any, dict[str, list[str]]]]:
     if not CHROMIUM.exists():
         pytest.skip(SKIP_REASON)
+    browser = request.getfixturevalue("browser")
     seen: dict[str, list[str]] = {"dialogs": [], "requests": [], "errors": []}
-    with chromium() as browser:
-        tab = browser.new_page()
+    tab = browser.new_page()
 
-        def dialog(d: Any) -> None:
-            seen["dialogs"].append(d.message)
-            d.dismiss()
+    def dialog(d: Any) -> None:
+        seen["dialogs"].append(d.message)
+        d.dismiss()
 
-        def route(r: Any) -> None:
-            if r.request.url.startswith(("file://", "data:", "blob:", "about:")):
-                r.continue_()
-            else:
-                seen["requests"].append(r.request.url)
-                r.abort()
+    def route(r: Any) -> None:
+        if r.request.url.startswith(("file://", "data:", "blob:", "about:")):
+            r.continue_()
+        else:
+            seen["requests"].append(r.request.url)
+            r.abort()
 
-        tab.on("dialog", dialog)
-        tab.on("pageerror", lambda e: seen["errors"].append(str(e)))
-        tab.route("**/*", route)
-        tab.goto(report.resolve().as_uri(), wait_until="load")
-        tab.evaluate("() => window.kianaRenderAll && window.kianaRenderAll()")
-        tab.wait_for_timeout(1500)
-        yield tab, seen
+    tab.on("dialog", dialog)
+    tab.on("pageerror", lambda e: seen["errors"].append(str(e)))
+    tab.route("**/*", route)
+    tab.goto(report.resolve().as_uri(), wait_until="load")
+    tab.evaluate("() => window.kianaRenderAll && window.kianaRenderAll()")
+    tab.wait_for_timeout(1500)
+    yield tab, seen
+    tab.close()
 
 
 @pytest.mark.browser

@@ -14,16 +14,14 @@ from tests.report.scan_fixtures import cli_lines, report_rows, row_key
 SURFACES = ["data_report", "real_report"]
 
 
-def _made(request: pytest.FixtureRequest, name: str) -> Made:
-    made: Made = request.getfixturevalue(name)
+@pytest.fixture(params=SURFACES)
+def made(request: pytest.FixtureRequest) -> Made:
+    """The report and listing of ``data/``, then of Liger's real CSVs."""
+    made: Made = request.getfixturevalue(request.param)
     return made
 
 
-@pytest.mark.parametrize("name", SURFACES)
-def test_the_report_lists_what_kiana_regressions_lists(
-    request: pytest.FixtureRequest, name: str
-) -> None:
-    made = _made(request, name)
+def test_the_report_lists_what_kiana_regressions_lists(made: Made) -> None:
     rows = report_rows(made.html)
     listed = sorted(row_key(metric, cells) for metric, attrs, cells in rows
                     if attrs["data-listed"] == "yes")  # fmt: skip
@@ -45,11 +43,7 @@ def _clause(text: str, pattern: str) -> dict[str, int]:
     return counted
 
 
-@pytest.mark.parametrize("name", SURFACES)
-def test_the_report_says_what_it_does_not_list_and_folds_as_the_cli(
-    request: pytest.FixtureRequest, name: str
-) -> None:
-    made = _made(request, name)
+def test_the_report_says_what_it_does_not_list_and_folds_as_the_cli(made: Made) -> None:
     cli = " ".join(made.listing.split())
     page = " ".join(made.html.split())
     hidden = _clause(page, r"not listed: ([^(]+?) \(verdict &#x27;all&#x27; shows them\)")

@@ -50,23 +50,20 @@ def test_the_issues_pair_is_no_finding_but_a_measurement(first: str, second: str
     assert "not a finding" in torch["message"]
 
 
+def _days_later(data: pl.DataFrame, origin: str, *, days: int) -> pl.DataFrame:
+    """``data`` with the runs of ``origin`` observed ``days`` later."""
+    later = pl.col("observed_at") + timedelta(days=days)
+    moved = pl.when(pl.col("origin") == origin).then(later).otherwise(pl.col("observed_at"))
+    return data.with_columns(moved.alias("observed_at"))
+
+
 def test_one_commit_two_files_days_apart_is_still_the_same_code() -> None:
-    data = aa_pair("abc1234def:a.csv", "abc1234def:b.csv").with_columns(
-        pl.when(pl.col("origin") == "abc1234def:b.csv")
-        .then(pl.col("observed_at") + timedelta(days=3))
-        .otherwise(pl.col("observed_at"))
-        .alias("observed_at")
-    )
+    data = _days_later(aa_pair("abc1234def:a.csv", "abc1234def:b.csv"), "abc1234def:b.csv", days=3)
     assert judge(data).findings.height == 0
 
 
 def test_two_commits_days_apart_are_a_step() -> None:
-    data = aa_pair("abc1234def:a.csv", "fed4321cba:a.csv").with_columns(
-        pl.when(pl.col("origin") == "fed4321cba:a.csv")
-        .then(pl.col("observed_at") + timedelta(days=3))
-        .otherwise(pl.col("observed_at"))
-        .alias("observed_at")
-    )
+    data = _days_later(aa_pair("abc1234def:a.csv", "fed4321cba:a.csv"), "fed4321cba:a.csv", days=3)
     assert judge(data).findings.height == 2  # liger and torch
 
 
