@@ -21,6 +21,7 @@ def test_some_module_has_examples() -> None:
     assert "kiana.pipeline" in MODULES
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)

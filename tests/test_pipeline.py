@@ -56,6 +56,7 @@ def _same(api: list[dict[str, Any]], cli: list[dict[str, Any]]) -> None:
         assert {k: a.get(k) for k in COMPARED} == {k: c.get(k) for k in COMPARED}
 
 
+@pytest.mark.heavy
 def test_api_and_cli_agree_on_the_bundled_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -66,6 +67,7 @@ def test_api_and_cli_agree_on_the_bundled_data(
     _same(api, _cli_findings(capsys, "--db", str(db)))
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not LIGER.is_dir(), reason=f"Liger's real CSVs are not at {LIGER}")
 def test_api_and_cli_agree_on_liger_csvs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -78,6 +80,7 @@ def test_api_and_cli_agree_on_liger_csvs(
     _same(api, _cli_findings(capsys, "--db", str(db)))
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_api_and_cli_agree_on_git_imported_history(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -90,6 +93,7 @@ def test_api_and_cli_agree_on_git_imported_history(
     _same(api, _cli_findings(capsys, "--db", str(db), "--git", str(repo.path)))
 
 
+@pytest.mark.heavy
 def test_a_selection_narrows_what_is_shown_not_what_is_judged(tmp_path: Path) -> None:
     db = tmp_path / "k.duckdb"
     assert main(["load", str(ROOT / "data"), "--db", str(db), "--quiet"]) == 0

@@ -20,6 +20,7 @@ def notebook_snippet() -> str:
     return str(blocks[0])
 
 
+@pytest.mark.heavy
 def test_the_readme_snippet_runs_from_the_repository_root(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

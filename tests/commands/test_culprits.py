@@ -36,6 +36,7 @@ def test_table_shows_the_top_culprits(
     assert shas["swiglu"][:12] not in out
 
 
+@pytest.mark.heavy
 def test_json_lists_every_culprit_or_the_git_log_hint(
     loaded: tuple[LigerRepo, dict[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -70,6 +71,7 @@ def test_git_that_is_not_a_repository_is_a_usage_error(
     assert "not a git repository" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_report_links_each_pull_request_and_escapes_subjects(tmp_path: Path) -> None:
     repo = LigerRepo(tmp_path / "Liger-Kernel")
     repo.commit(

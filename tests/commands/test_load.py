@@ -16,6 +16,7 @@ def kiana(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return run_kiana(*args, cwd=cwd)
 
 
+@pytest.mark.heavy
 def test_load_prints_a_summary(tmp_path: Path) -> None:
     out = kiana("load", str(SEEDS), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -23,12 +24,14 @@ def test_load_prints_a_summary(tmp_path: Path) -> None:
     assert (tmp_path / "kiana.duckdb").exists()
 
 
+@pytest.mark.heavy
 def test_second_load_reports_already_present(tmp_path: Path) -> None:
     kiana("load", str(SEEDS), cwd=tmp_path)
     out = kiana("load", str(SEEDS), "--db", "kiana.duckdb", cwd=tmp_path)
     assert "loaded 0, already present 2" in out.stdout
 
 
+@pytest.mark.heavy
 def test_rejects_are_listed_and_do_not_fail(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{nope")
     out = kiana("load", str(SEEDS), str(tmp_path / "bad.json"), cwd=tmp_path)
@@ -36,6 +39,7 @@ def test_rejects_are_listed_and_do_not_fail(tmp_path: Path) -> None:
     assert "rejected 1" in out.stdout and "bad.json" in out.stdout
 
 
+@pytest.mark.heavy
 def test_strict_exits_non_zero_on_reject(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{nope")
     out = kiana("load", "--strict", str(tmp_path / "bad.json"), cwd=tmp_path)
@@ -43,12 +47,14 @@ def test_strict_exits_non_zero_on_reject(tmp_path: Path) -> None:
     assert "rejected" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.heavy
 def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
     out = kiana("load", "nowhere.json", cwd=tmp_path)
     assert out.returncode == 2
     assert "nowhere.json: no such file or folder" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.heavy
 def test_partitions_json(tmp_path: Path) -> None:
     kiana("load", str(SEEDS), cwd=tmp_path)
     out = kiana("partitions", "--json", cwd=tmp_path)
@@ -57,6 +63,7 @@ def test_partitions_json(tmp_path: Path) -> None:
     assert {r["gpu"] for r in rows} == {"NVIDIA H100 80GB HBM3", "NVIDIA A100 SXM4-80GB"}
 
 
+@pytest.mark.heavy
 def test_partitions_without_database(tmp_path: Path) -> None:
     out = kiana("partitions", "--db", "missing.duckdb", cwd=tmp_path)
     assert out.returncode == 2 and "kiana load" in out.stderr
@@ -71,6 +78,7 @@ def test_help_does_not_import_heavy_packages() -> None:
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.heavy
 def test_partitions_of_memory_or_a_foreign_database_is_a_clear_error(tmp_path: Path) -> None:
     import duckdb
 
@@ -145,6 +153,7 @@ def test_a_folder_without_documents_exits_2_and_leaves_no_database(tmp_path: Pat
     assert not db.exists()
 
 
+@pytest.mark.heavy
 def test_a_failed_load_leaves_no_new_database(tmp_path: Path) -> None:
     db = tmp_path / "new.duckdb"
     done = run_kiana("load", str(tmp_path / "MISSING"), "--db", str(db))

@@ -35,6 +35,7 @@ def test_every_exit_status_is_listed_in_the_help() -> None:
         assert f"{code:>3}  {meaning}" in done.stdout
 
 
+@pytest.mark.heavy
 def test_load_of_a_liger_csv_points_to_kiana_import_liger(tmp_path: Path) -> None:
     csv = liger_csv(tmp_path)
     done = run_kiana("load", str(csv), "--db", "k.duckdb", cwd=tmp_path)
@@ -46,6 +47,7 @@ def test_load_of_a_liger_csv_points_to_kiana_import_liger(tmp_path: Path) -> Non
     assert not (tmp_path / "k.duckdb").exists()
 
 
+@pytest.mark.heavy
 def test_import_of_a_folder_reads_its_csv_files(tmp_path: Path) -> None:
     liger_csv(tmp_path / "benchmark" / "data")
     done = run_kiana("import", "liger", "benchmark/data/", "--db", "k.duckdb", cwd=tmp_path)
@@ -53,6 +55,7 @@ def test_import_of_a_folder_reads_its_csv_files(tmp_path: Path) -> None:
     assert "written 16 into k.duckdb (loaded 16," in done.stdout
 
 
+@pytest.mark.heavy
 def test_import_of_a_folder_without_csv_says_what_to_give(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     done = run_kiana("import", "liger", "empty", "--db", "k.duckdb", cwd=tmp_path)
@@ -61,6 +64,7 @@ def test_import_of_a_folder_without_csv_says_what_to_give(tmp_path: Path) -> Non
     assert "hint: give Liger's benchmark/data/ folder" in done.stderr
 
 
+@pytest.mark.heavy
 def test_import_without_an_output_loads_the_default_database(tmp_path: Path) -> None:
     liger_csv(tmp_path)
     done = run_kiana("import", "liger", "all_benchmark_data.csv", cwd=tmp_path)
@@ -87,6 +91,7 @@ def test_a_misspelt_option_of_a_nested_command_names_it(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.heavy
 def test_an_error_naming_hostile_input_is_one_inert_line(tmp_path: Path) -> None:
     done = run_kiana("load", "x\n::error::safe to merge.json", cwd=tmp_path)
     assert done.returncode == 2
@@ -130,6 +135,7 @@ def test_an_interrupt_deep_in_duckdb_exits_130_with_what_to_do(
     )
 
 
+@pytest.mark.heavy
 @needs_git
 def test_culprits_come_from_the_imported_repository_without_git(tmp_path: Path) -> None:
     repo, shas = liger_repo(tmp_path / "Liger-Kernel")

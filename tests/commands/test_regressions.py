@@ -64,6 +64,7 @@ def kiana(*args: str) -> subprocess.CompletedProcess[str]:
     return run_kiana("regressions", *args)
 
 
+@pytest.mark.heavy
 def test_json_and_fail_on(database: Path) -> None:
     done = kiana("--db", str(database), "--json", "--fail-on", "regression")
     assert done.returncode == 1, done.stderr
@@ -89,6 +90,7 @@ def test_json_and_fail_on(database: Path) -> None:
     assert "failing: 1 regression finding(s)" in done.stderr
 
 
+@pytest.mark.heavy
 def test_table_and_filters(database: Path) -> None:
     done = kiana("--db", str(database))
     assert done.returncode == 0, done.stderr
@@ -113,6 +115,7 @@ def test_filters_in_process(database: Path, capsys: pytest.CaptureFixture[str]) 
     assert "huggingface" in out and "liger " not in out
 
 
+@pytest.mark.heavy
 def test_baseline_option_and_unknown_baseline(database: Path) -> None:
     done = kiana("--db", str(database), "--json", "--baseline", "0.5.9")
     assert done.returncode == 0
@@ -136,6 +139,7 @@ def test_threshold_above_one_is_refused_with_a_hint(database: Path) -> None:
     assert "would be 500%" in done.stderr and "0.05 = 5%" in done.stderr
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     ("flag", "value", "closest"),
     [
@@ -153,6 +157,7 @@ def test_a_filter_that_matches_nothing_says_so(
     assert closest in done.stderr
 
 
+@pytest.mark.heavy
 def test_filters_ignore_case(database: Path) -> None:
     done = kiana("--db", str(database), "--json", "--provider", "LIGER", "--kernel", "LAYER")
     assert done.returncode == 0, done.stderr

@@ -70,6 +70,7 @@ def _widest(text: str) -> int:
     return max(len(line) for line in text.splitlines())
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("columns", [120, 80, 60])
 def test_findings_fit_the_terminal_and_keep_names_whole(made: Path, columns: int) -> None:
     done = kiana("regressions", "--db", str(made), columns=columns)
@@ -82,6 +83,7 @@ def test_findings_fit_the_terminal_and_keep_names_whole(made: Path, columns: int
     assert "0.8.0 (2025-03-01) → 0.8.0 (2025-03-21)" in done.stdout
 
 
+@pytest.mark.heavy
 def test_a_hostile_name_is_one_inert_line(made: Path) -> None:
     done = kiana("regressions", "--db", str(made), "--steps")
     assert done.returncode == 0, done.stderr
@@ -89,6 +91,7 @@ def test_a_hostile_name_is_one_inert_line(made: Path) -> None:
     assert "rms_norm\\n::error file=README.md::safe" in done.stdout
 
 
+@pytest.mark.heavy
 def test_wide_puts_each_finding_on_one_line(made: Path) -> None:
     done = kiana("regressions", "--db", str(made), "--wide", columns=60)
     assert done.returncode == 0, done.stderr
@@ -97,6 +100,7 @@ def test_wide_puts_each_finding_on_one_line(made: Path) -> None:
     assert all("the sweep moved" in r or "workload" in r for r in rows)  # evidence inline
 
 
+@pytest.mark.heavy
 def test_partitions_fit_the_terminal(made: Path) -> None:
     done = kiana("partitions", "--db", str(made), columns=80)
     assert done.returncode == 0, done.stderr

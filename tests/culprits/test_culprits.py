@@ -218,6 +218,7 @@ def test_a_commit_the_repository_lacks_falls_back_to_the_window(
     assert "--since=2025-01-01T00:00:00Z" in liger["culprits_command"]
 
 
+@pytest.mark.heavy
 def test_steps_carry_the_same_culprits(repo: tuple[LigerRepo, dict[str, str]]) -> None:
     git_repo, shas = repo
     con = kiana.connect()

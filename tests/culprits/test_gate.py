@@ -57,6 +57,7 @@ def slower_pr(repo: LigerRepo) -> dict[str, str]:
     }
 
 
+@pytest.mark.heavy
 def test_slower_kernel_fails_naming_its_commit_first(
     repo: LigerRepo, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -97,6 +98,7 @@ def test_clean_pr_passes(repo: LigerRepo, capsys: pytest.CaptureFixture[str]) ->
     assert "8 new or changed row(s)" in out and "passed: no Liger regression" in out
 
 
+@pytest.mark.heavy
 def test_a_fix_with_its_rows_is_an_improvement_and_passes(repo: LigerRepo) -> None:
     fix = repo.commit(
         {
@@ -113,6 +115,7 @@ def test_a_fix_with_its_rows_is_an_improvement_and_passes(repo: LigerRepo) -> No
     assert better["kernel"] == "swiglu" and better["culprits"][0]["commit"] == fix
 
 
+@pytest.mark.heavy
 def test_uncommitted_csv_edits_are_judged(
     repo: LigerRepo, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -135,6 +138,7 @@ def test_nothing_new_passes(repo: LigerRepo, capsys: pytest.CaptureFixture[str])
     assert "the head adds or changes no benchmark row" in capsys.readouterr().out
 
 
+@pytest.mark.heavy
 def test_sparse_checkout_with_benchmark_and_src_only(
     repo: LigerRepo, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -147,6 +151,7 @@ def test_sparse_checkout_with_benchmark_and_src_only(
     assert "regression   rms_norm/forward liger" in capsys.readouterr().out
 
 
+@pytest.mark.heavy
 def test_json_and_markdown(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -172,6 +177,7 @@ def test_json_and_markdown(
     assert text.rstrip().endswith("</details>")
 
 
+@pytest.mark.heavy
 def test_markdown_escapes_what_the_data_says(repo: LigerRepo, tmp_path: Path) -> None:
     repo.commit(
         {

@@ -46,6 +46,7 @@ def _spoil(session: list[dict[str, str]]) -> list[dict[str, str]]:
     return out
 
 
+@pytest.mark.heavy
 def test_rejected_liger_rows_fail_closed_with_their_reasons(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -74,6 +75,7 @@ def test_rejected_baseline_rows_are_counted_but_do_not_fail(
     assert "4 head row(s) rejected (0 of Liger)" in result.out
 
 
+@pytest.mark.heavy
 def test_a_conflicting_copy_of_the_old_rows_fails_closed(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -85,6 +87,7 @@ def test_a_conflicting_copy_of_the_old_rows_fails_closed(
     assert "conflict" in result.comment and "**passed**" not in result.comment
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "change",
     [
@@ -111,6 +114,7 @@ def test_identity_fields_are_normalised(
     assert result.code == 1 and "regression   rms_norm/forward liger" in result.out
 
 
+@pytest.mark.heavy
 def test_rows_matching_no_history_are_counted_with_the_closest_series(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -130,6 +134,7 @@ def test_rows_matching_no_history_are_counted_with_the_closest_series(
     assert "differs in: gpu" in result.comment
 
 
+@pytest.mark.heavy
 def test_a_crash_is_never_exit_1(
     repo: LigerRepo,
     tmp_path: Path,
@@ -182,6 +187,7 @@ def test_timeout_stops_with_exit_5(
     assert "--timeout 0.5 s reached" in result.err and "could not judge" in result.comment
 
 
+@pytest.mark.heavy
 def test_a_rerun_is_compared_with_the_rows_it_replaces(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -200,6 +206,7 @@ def test_a_rerun_is_compared_with_the_rows_it_replaces(
     assert gate(repo, tmp_path, capsys).code == 1
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not LIGER_ROOT.is_dir(), reason="Liger's real CSVs (../shared/liger) absent")
 def test_the_real_liger_history_stays_well_within_the_limits(tmp_path: Path) -> None:
     repo = LigerRepo(tmp_path / "Liger-Kernel")

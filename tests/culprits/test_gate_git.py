@@ -26,6 +26,7 @@ def repo(tmp_path: Path) -> LigerRepo:
     return base_repo(tmp_path / "Liger-Kernel")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("head", ["pr", None])
 def test_file_names_git_would_quote_are_read(
     repo: LigerRepo, tmp_path: Path, head: str | None, capsys: pytest.CaptureFixture[str]
@@ -46,6 +47,7 @@ def test_ten_digit_pull_request_numbers_are_data() -> None:
     assert pr_number("x (#123456789)") == 123456789
 
 
+@pytest.mark.heavy
 def test_hostile_commits_on_the_pr_do_not_crash_the_gate(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -60,6 +62,7 @@ def test_hostile_commits_on_the_pr_do_not_crash_the_gate(
     assert by_subject["future"]["date"] is None
 
 
+@pytest.mark.heavy
 def test_hostile_commits_on_main_do_not_crash_regressions_or_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -100,6 +103,7 @@ def test_a_history_with_zero_findings_does_not_crash(
     assert "8 head row(s) match no history" in result.out
 
 
+@pytest.mark.heavy
 def test_a_shallow_clone_warns_and_never_blames_its_graft(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -149,6 +153,7 @@ def test_a_diverged_head_warns(
     assert "**warning**" in result.comment
 
 
+@pytest.mark.heavy
 def test_commits_merged_after_the_later_session_go_last(
     repo: LigerRepo, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -174,6 +179,7 @@ def test_first_culprit_column_is_filled(
     assert f"`{change[:10]}` Rewrite rms\\_norm" in row.rsplit("|", 2)[-2]
 
 
+@pytest.mark.heavy
 def test_a_work_tree_on_its_base_names_git_diff_not_an_empty_range(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -157,6 +157,7 @@ def test_mentions_links_and_html_in_subjects_are_inert(
     assert "&#64;entity" not in text and "&amp;\\#64;entity" in text
 
 
+@pytest.mark.heavy
 def test_comment_stays_under_githubs_limit_and_names_the_artifact(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

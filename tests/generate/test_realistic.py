@@ -73,6 +73,7 @@ def realistic() -> Calibration:
     return _pooled(CORPUS)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", sorted(FACTOR))
 def test_realistic_corpus_reproduces_the_real_scale(realistic: Calibration, name: str) -> None:
     ratio = _value(realistic, name) / REAL[name]
@@ -108,6 +109,7 @@ def test_the_spread_model_does_not_reproduce_real_noise() -> None:
     assert p90 * FACTOR["baseline_steps.p90_abs"] < REAL["baseline_steps.p90_abs"]
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not LIGER.is_dir(), reason=f"Liger's CSVs are not at {LIGER}")
 def test_recorded_numbers_are_the_ones_real_data_shows() -> None:
     """REAL (and docs/CALIBRATION.md) is what bench/calibrate.py measures today."""

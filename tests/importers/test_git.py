@@ -186,6 +186,7 @@ def test_labels_name_the_csv_path_and_the_first_commit_holding_the_row(repo: Pat
     assert {labels["liger_csv"] for labels in found.values()} == {CSV_PATH}
 
 
+@pytest.mark.heavy
 def test_cli_git_labels_reach_the_labels_table(repo: Path, tmp_path: Path) -> None:
     from kiana import load
 
@@ -253,6 +254,7 @@ def test_foreign_csv_beside_liger_csvs_in_history_is_one_skipped_row(repo: Path)
     ]
 
 
+@pytest.mark.heavy
 def test_rev_range_without_csv_changes_in_a_liger_checkout_imports_nothing(repo: Path) -> None:
     commit(repo, {"README.md": "later\n"}, "docs again")
     done = import_cli("--git", repo, "--rev", "HEAD~1..HEAD")

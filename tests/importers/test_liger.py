@@ -93,6 +93,7 @@ def without_digests(doc: dict[str, Any]) -> dict[str, Any]:
 # --- the seeds -----------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 @needs_real
 @pytest.mark.parametrize(
     "seed",
@@ -393,6 +394,7 @@ def test_cli_missing_file_is_an_error(tmp_path: Path) -> None:
     assert "no such file" in done.stderr
 
 
+@pytest.mark.heavy
 def test_cli_loads_into_a_database(small_csv: Path, tmp_path: Path) -> None:
     from kiana import load
 

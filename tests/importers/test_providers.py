@@ -125,6 +125,7 @@ def test_rows_without_a_file_name_carry_no_provenance_label() -> None:
     assert row_document(row())["run"]["metadata"]["labels"] == {"liger_version": "0.6.0"}
 
 
+@pytest.mark.heavy
 def test_cli_labels_reach_the_labels_table(small_csv: Path, tmp_path: Path) -> None:
     from kiana import load
 

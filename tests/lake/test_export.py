@@ -69,6 +69,7 @@ def test_round_trip_gives_the_same_tables(
         back.close()
 
 
+@pytest.mark.heavy
 def test_round_trip_gives_the_same_findings(
     database: duckdb.DuckDBPyConnection, exported: Path
 ) -> None:
@@ -115,6 +116,7 @@ def test_a_kiana_export_is_refused_without_overwrite_or_append(
         export_parquet(database, tmp_path / "x")
 
 
+@pytest.mark.heavy
 def test_many_writers_one_lake_runs_once_each(tmp_path: Path) -> None:
     """Two CI writers, sharing one document, append to one lake: every file is
     kept, the runs view holds each run once, and a writer exporting again replaces
@@ -162,6 +164,7 @@ def test_overwrite_replaces_a_previous_export(
     assert again.rows["runs"] > 0
 
 
+@pytest.mark.heavy
 def test_cli_export(tmp_path: Path) -> None:
     def kiana_cli(*args: str) -> subprocess.CompletedProcess[str]:
         return run_kiana(*args, cwd=tmp_path)

@@ -128,6 +128,7 @@ def test_a_file_with_data_is_never_removed(tmp_path: Path) -> None:
     assert kiana.load.connect(path, read_only=True).execute("SELECT count(*) FROM runs").fetchone()
 
 
+@pytest.mark.heavy
 def test_a_file_this_process_did_not_create_is_never_removed(tmp_path: Path) -> None:
     path = tmp_path / "theirs.duckdb"
     subprocess.run(
@@ -138,6 +139,7 @@ def test_a_file_this_process_did_not_create_is_never_removed(tmp_path: Path) -> 
     assert path.exists()
 
 
+@pytest.mark.heavy
 def test_two_loads_into_one_new_file_keep_the_first_loads_data(tmp_path: Path) -> None:
     """A holds the new file and loads; B (this process) fails on the lock and discards:
     A's data survives."""
@@ -169,6 +171,7 @@ def test_two_loads_into_one_new_file_keep_the_first_loads_data(tmp_path: Path) -
     con.close()
 
 
+@pytest.mark.heavy
 def test_a_file_another_process_wrote_after_us_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "new.duckdb"
     kiana.load.connect(path).close()

@@ -96,6 +96,7 @@ def compare(cursor: duckdb.DuckDBPyConnection, texts: list[str]) -> tuple[int, i
     return clean, accepted
 
 
+@pytest.mark.heavy
 @SETTINGS
 @given(st.data())
 def test_fast_path_agrees_on_mutated_documents(
@@ -122,6 +123,7 @@ _LEAF = st.one_of(
 )
 
 
+@pytest.mark.heavy
 @SETTINGS
 @given(st.data())
 def test_fast_path_agrees_on_arbitrary_leaves(
@@ -142,6 +144,7 @@ def test_fast_path_agrees_on_arbitrary_leaves(
     compare(cursor, texts)
 
 
+@pytest.mark.heavy
 def test_fast_path_agrees_on_the_sweep_of_every_path(cursor: duckdb.DuckDBPyConnection) -> None:
     texts = [
         line

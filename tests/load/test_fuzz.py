@@ -59,6 +59,7 @@ def _assert_clean(checked: rel.Checked) -> None:
     assert checked.wrongly_loaded == [], "documents that must be rejected were loaded"
 
 
+@pytest.mark.heavy
 @FUZZ
 @given(st.data())
 def test_random_batches_keep_every_invariant(
@@ -71,6 +72,7 @@ def test_random_batches_keep_every_invariant(
     _assert_clean(checked)
 
 
+@pytest.mark.heavy
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_loading_a_batch_twice_finds_it_already_present(
@@ -170,6 +172,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return run_kiana("load", *args, timeout=300)
 
 
+@pytest.mark.heavy
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_cli_answers_with_exit_codes_never_tracebacks(data: st.DataObject) -> None:
@@ -193,6 +196,7 @@ def test_cli_on_a_database_that_is_not_duckdb(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr and "database" in out.stderr
 
 
+@pytest.mark.heavy
 def test_cli_on_a_file_kiana_does_not_read(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("hello")
@@ -215,6 +219,7 @@ _ODD_OBJECT = st.dictionaries(
 )
 
 
+@pytest.mark.heavy
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(labels=_ODD_OBJECT, metrics=_ODD_OBJECT)
 def test_label_and_metric_rows_are_json_each_of_the_objects(

@@ -150,6 +150,7 @@ def test_mixed_good_and_bad_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert counts[2] == 15  # 10 from a-good, 5 from b-bad
 
 
+@pytest.mark.heavy
 def test_batches_split_within_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "many.jsonl"
     path.write_text("\n".join(_docs(0, 50)) + "\n" + "\n".join(_docs(0, 5)) + "\n")

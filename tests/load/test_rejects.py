@@ -161,6 +161,7 @@ CASES: list[tuple[str, Callable[[Doc], None], str, str]] = [
 ]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("name", "mutate", "path", "reason"), CASES, ids=[c[0] for c in CASES])
 def test_bad_field_is_rejected_with_path_and_reason(
     tmp_path: Path,

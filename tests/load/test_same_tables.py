@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 import kiana.load
 from tests import reliability as rel
@@ -131,6 +132,7 @@ def digests(work: Path) -> dict[str, tuple[int, str]]:
         con.close()
 
 
+@pytest.mark.heavy
 def test_every_table_is_what_the_loader_before_the_split_wrote(tmp_path: Path) -> None:
     assert digests(tmp_path) == EXPECTED
 

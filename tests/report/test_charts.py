@@ -54,6 +54,7 @@ def _partition(runs: pl.DataFrame, pass_: str = "backward", workload: int = 2) -
     return str(ids[workload])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("hostile", [False, True])
 @pytest.mark.parametrize(
     "variant",
@@ -96,6 +97,7 @@ def test_series_spec_is_the_altair_spec(hostile: bool, variant: dict[str, Any]) 
     _same(spec, _altair(kiana.charts.series(runs, **kwargs)))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("hostile", [False, True])
 @pytest.mark.parametrize("threshold", [None, 0.0, 0.03])
 @pytest.mark.parametrize("title", [None, "change across the workload sweep", PAYLOADS[4]])

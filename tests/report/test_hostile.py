@@ -75,6 +75,7 @@ def test_hostile_documents_all_load(tmp_path: Path) -> None:
     assert (summary.loaded, summary.rejected) == (4, 0), summary.first_rejects
 
 
+@pytest.mark.heavy
 def test_no_raw_markup_from_the_data_in_the_html(report: Path) -> None:
     html = report.read_text()
     for payload in ("<img src=x onerror=alert(2)>", "<svg onload=alert(5)>"):

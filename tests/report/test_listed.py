@@ -21,6 +21,7 @@ def made(request: pytest.FixtureRequest) -> Made:
     return made
 
 
+@pytest.mark.heavy
 def test_the_report_lists_what_kiana_regressions_lists(made: Made) -> None:
     rows = report_rows(made.html)
     listed = sorted(row_key(metric, cells) for metric, attrs, cells in rows

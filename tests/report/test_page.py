@@ -98,6 +98,7 @@ def _kiana(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.heavy
 def test_cli_report_loads_paths_and_writes_file(tmp_path: Path) -> None:
     result = _kiana("report", str(ROOT / "data"), "-o", str(tmp_path / "r.html"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -107,6 +108,7 @@ def test_cli_report_loads_paths_and_writes_file(tmp_path: Path) -> None:
     assert "regressions" in result.stdout and "among" in result.stdout  # the headline
 
 
+@pytest.mark.heavy
 def test_cli_report_without_database_is_a_clear_error(tmp_path: Path) -> None:
     result = _kiana("report", "--db", "missing.duckdb", "-o", "r.html", cwd=tmp_path)
     assert result.returncode == 2
@@ -124,6 +126,7 @@ def test_importing_kiana_does_not_import_altair() -> None:
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.heavy
 def test_cli_report_of_no_documents_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "a.txt").write_text("not a document")

@@ -111,6 +111,7 @@ def test_a_baseline_shift_is_drift_and_explains_liger() -> None:
     assert cps.filter(pl.col("provider") == "liger")["control_provider"][0] == "huggingface"
 
 
+@pytest.mark.heavy
 @pytest.mark.filterwarnings("ignore:Precision loss occurred:RuntimeWarning")
 @settings(max_examples=150, deadline=None)
 @given(

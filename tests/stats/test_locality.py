@@ -45,6 +45,7 @@ def gpus() -> list[str]:
     return sorted(bundled()[0]["gpu"].unique().to_list())
 
 
+@pytest.mark.heavy
 def test_two_gpus_are_judged_alone_as_together() -> None:
     for gpu in gpus()[:2]:
         check(gpu)

@@ -26,6 +26,7 @@ def frame_of(pairs: list[tuple[float, float]]) -> pl.DataFrame:
     )
 
 
+@pytest.mark.heavy
 @settings(max_examples=200, deadline=None)
 @given(PAIRS, st.floats(0.0, 0.1, allow_nan=False))
 def test_pool_matches_the_reference(pairs: list[tuple[float, float]], offset: float) -> None:
@@ -38,6 +39,7 @@ def test_pool_matches_the_reference(pairs: list[tuple[float, float]], offset: fl
     assert got["p_k"] == len(pairs)
 
 
+@pytest.mark.heavy
 @settings(max_examples=200, deadline=None)
 @given(PAIRS)
 def test_lone_matches_the_reference(pairs: list[tuple[float, float]]) -> None:

@@ -34,6 +34,7 @@ def liger(kernel: str, pass_: str, start: str) -> dict[str, object]:
     return row
 
 
+@pytest.mark.heavy
 def test_jsd_forward_is_neither_an_improvement_nor_a_regression() -> None:
     # No commit touched jsd between 2026-05-27 and 2026-06-16; torch of the same sitting
     # moved -1% to -11%, Liger's four workloads -10%..-2%: a shifted sitting, not a change.

@@ -46,6 +46,7 @@ def _series(
     ]
 
 
+@pytest.mark.heavy
 def test_one_run_series(tmp_path: Path) -> None:
     result = _judge(_runs(tmp_path, _series(["0.5.0"], [100_000])))
     assert result.runs_judged == 1
@@ -86,6 +87,7 @@ def test_versions_that_do_not_parse(tmp_path: Path) -> None:
     assert [c for _, _, c, _ in steps] == pytest.approx([0.5, -0.4, 1 / 9])
 
 
+@pytest.mark.heavy
 def test_thousands_of_replicates(tmp_path: Path) -> None:
     versions = ["0.4.0"] * 1500 + ["0.5.0"] * 1500
     medians = [100_000 + (n % 50) * 32 for n in range(1500)] * 2
@@ -94,6 +96,7 @@ def test_thousands_of_replicates(tmp_path: Path) -> None:
     assert steps["verdict"][0] in ("unchanged", "inconclusive")
 
 
+@pytest.mark.heavy
 def test_partition_without_a_baseline_provider(tmp_path: Path) -> None:
     docs = _series(["0.4.0", "0.5.0"], [100_000, 150_000], spread=0.01)
     steps = _judge(_runs(tmp_path, docs)).steps

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import polars as pl
+import pytest
 
 from kiana.stats import Judgement, judge
 from tests.stats_fixtures import frame, run
@@ -57,6 +58,7 @@ def test_faster_with_the_same_memory_is_no_tradeoff() -> None:
     assert _tradeoffs(result).height == 0
 
 
+@pytest.mark.heavy
 def test_no_memory_rows_gives_an_empty_tradeoffs_frame() -> None:
     result = judge(frame(_sweep("latency", 1e6, 0.80)))
     assert _liger_verdict(result, "latency") == "improvement"
@@ -66,6 +68,7 @@ def test_no_memory_rows_gives_an_empty_tradeoffs_frame() -> None:
     assert empty.schema == _tradeoffs(judge(TRADEOFF)).schema
 
 
+@pytest.mark.heavy
 def test_the_report_lists_tradeoffs() -> None:
     from kiana.report.page import tradeoff_table
 

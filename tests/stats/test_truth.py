@@ -61,6 +61,7 @@ def _matching(findings: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
     return findings.filter(*(pl.col(k) == row[k] for k in KEY))
 
 
+@pytest.mark.heavy
 def test_every_injected_regression_and_improvement_is_found(
     findings: pl.DataFrame, truth: pl.DataFrame
 ) -> None:
