@@ -74,7 +74,9 @@ def collect(
     judge reads, with their origin: the runs ``kiana regressions`` judges), judged with
     ``judge_options``, its findings' culprits (from the checkout ``git``, or the ``git
     log`` hint without one: :func:`kiana.culprits.annotate`), and its data quality, as
-    the :class:`ReportData` that ``kiana.report.render`` turns into the page."""
+    the :class:`ReportData` that ``kiana.report.render`` turns into the page.  Judged
+    in several shards, it holds only the charted findings' steps and the runs they
+    chart, with the totals of every shard (:func:`kiana.report.totals.bounded`)."""
     import dataclasses
 
     from kiana.load import quality
@@ -82,15 +84,23 @@ def collect(
     from kiana.report import ReportData, ReportOptions
 
     analysis = analyze(con, judge_options, git=git)
-    judgement = dataclasses.replace(analysis.judgement, findings=analysis.findings)
-    runs, judge_options = analysis.runs, analysis.options
+    options = options or ReportOptions()
+    known = None
+    if analysis.judged.shards > 1:  # only what the charts draw, and every shard's totals
+        from kiana.report.totals import bounded
+
+        judgement, runs, known = bounded(analysis, options)
+    else:
+        judgement = dataclasses.replace(analysis.judgement, findings=analysis.findings)
+        runs = analysis.runs
     return ReportData(
         runs=runs,
         judgement=judgement,
-        judge_options=judge_options,
+        judge_options=analysis.options,
         quality=quality.collect(con),
-        options=options or ReportOptions(),
+        options=options,
         database=database_label(con),
+        totals=known,
         **({"generated_at": generated_at} if generated_at is not None else {}),
     )
 

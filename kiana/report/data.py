@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -18,6 +18,9 @@ from kiana.report import frames
 from kiana.stats import Judgement, JudgeOptions
 from kiana.stats.versions import version_table
 from kiana.vocabulary import VERDICTS, verdict_rank
+
+if TYPE_CHECKING:
+    from kiana.report.totals import Totals
 
 
 def _now() -> datetime:
@@ -54,6 +57,9 @@ class ReportData:
     options: ReportOptions = field(default_factory=ReportOptions)
     database: str = "in memory"
     generated_at: datetime = field(default_factory=_now)
+    #: What the page says about every run and step when ``runs`` and
+    #: ``judgement.steps`` are only what the charts draw (:mod:`kiana.report.totals`).
+    totals: Totals | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,28 @@ def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
     return ordered.with_row_index("rank", offset=1)
 
 
+def charted_findings(ordered: pl.DataFrame, options: ReportOptions) -> pl.DataFrame:
+    """The findings that get charts: the first ``options.top`` listed ones of
+    :func:`sort_findings`' order."""
+    return ordered.filter(pl.col("listed")).head(options.top)
+
+
+def chart_scopes(steps: pl.DataFrame, charted: pl.DataFrame) -> pl.DataFrame:
+    """The kernels, passes and GPUs of the ``charted`` findings that have steps to
+    chart: their series charts find sessions among every workload of them."""
+    scopes: set[tuple[str, str, str]] = set()
+    for row in charted.iter_rows(named=True):
+        try:
+            frames.worst_step(steps, row)
+        except KianaError:  # a finding without steps is shown in the table only
+            continue
+        scopes.add((str(row["kernel"]), str(row["pass"]), str(row["gpu"])))
+    return pl.DataFrame(
+        sorted(scopes), schema={"kernel": pl.String, "pass": pl.String, "gpu": pl.String},
+        orient="row",
+    )  # fmt: skip
+
+
 def versions_frame(runs: pl.DataFrame) -> pl.DataFrame:
     """Every Liger version of the runs in kiana's order, with its number of runs."""
     return (
@@ -152,19 +180,9 @@ def gather(data: ReportData) -> Gathered:
     ordered = sort_findings(found)
     latency = ordered.filter(pl.col("metric") == "latency")
     memory = ordered.filter(pl.col("metric") != "latency")
-    charted = ordered.filter(pl.col("listed")).head(data.options.top)
-    scopes: set[tuple[str, str, str]] = set()
-    for row in charted.iter_rows(named=True):
-        try:
-            frames.worst_step(steps, row)
-        except KianaError:  # a finding without steps is shown in the table only
-            continue
-        scopes.add((str(row["kernel"]), str(row["pass"]), str(row["gpu"])))
+    charted = charted_findings(ordered, data.options)
     # every workload of a charted kernel, pass and GPU: its sessions are found among them
-    wanted = pl.DataFrame(
-        sorted(scopes), schema={"kernel": pl.String, "pass": pl.String, "gpu": pl.String},
-        orient="row",
-    )  # fmt: skip
+    wanted = chart_scopes(steps, charted)
     chart_runs = runs.join(wanted, on=["kernel", "pass", "gpu"], how="semi")
     passed = runs.filter(pl.col("status") == "passed")
     counts = {
@@ -184,10 +202,14 @@ def gather(data: ReportData) -> Gathered:
         **verdict_counts(ordered),
     }
     pairs = frames.speedup_frame(runs)
+    versions, spread = versions_frame(runs), _spread(passed)
+    if data.totals is not None:  # runs and steps are the charts' only: every shard's totals
+        counts |= data.totals.counts
+        versions, pairs, spread = data.totals.versions, data.totals.speedups, data.totals.spread
     tradeoffs = data.judgement.tradeoffs
     return Gathered(
         counts=counts,
-        versions=versions_frame(runs),
+        versions=versions,
         findings=latency,
         tradeoffs=tradeoffs if tradeoffs is not None else pl.DataFrame(),
         memory_findings=memory,
@@ -198,7 +220,7 @@ def gather(data: ReportData) -> Gathered:
         charted=charted,
         speedups=frames.speedup_summary(pairs),
         flips=pairs.filter(pl.col("speedup") < 1).sort("speedup"),
-        spread=_spread(passed),
+        spread=spread,
         coverage=coverage(data.judgement),
         not_judged=not_judged(data.judgement),
     )

@@ -222,9 +222,13 @@ def worst_step(steps: pl.DataFrame, finding: Mapping[str, Any]) -> dict[str, Any
     return data.sort(key, "workload", nulls_last=True).row(0, named=True)
 
 
-def speedup_frame(runs: pl.DataFrame, *, version: str | None = None) -> pl.DataFrame:
+def speedup_frame(
+    runs: pl.DataFrame, *, version: str | None = None, ranks: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per partition, Liger provider and same-run baseline: the speedup (baseline median
-    / Liger median) at the newest version where both were measured (or ``version``)."""
+    / Liger median) at the newest version where both were measured (or ``version``).
+    ``ranks``: the version table that orders them (default: of ``runs``' own passed
+    latency runs; a shard of the runs passes every shard's, :mod:`kiana.report.totals`)."""
     data = _passed(runs, "latency").filter(pl.col("median") > 0)
     keys = ["partition_id", "kernel", "pass", "gpu", "workload", "liger_version"]
     per = data.group_by([*keys, "provider"]).agg(pl.col("median").median())
@@ -235,7 +239,9 @@ def speedup_frame(runs: pl.DataFrame, *, version: str | None = None) -> pl.DataF
     pairs = liger.join(base, on=keys, how="inner").with_columns(
         (pl.col("baseline_median") / pl.col("median")).alias("speedup")
     )
-    ranks = version_table(data).select("liger_version", "version_rank")
+    ranks = (version_table(data) if ranks is None else ranks).select(
+        "liger_version", "version_rank"
+    )
     pairs = pairs.join(ranks, on="liger_version", how="left")
     newest = pl.col("version_rank") == pl.col("version_rank").max().over("partition_id", "provider")
     return pairs.filter(newest).sort("kernel", "pass", "gpu", "provider", "baseline", "workload")

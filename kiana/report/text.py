@@ -30,15 +30,19 @@ def headline(data: ReportData) -> str:
     parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
              for v in VERDICTS if v == "regression" or (v != "unchanged" and counts[v])]  # fmt: skip
     moved = ", ".join(parts)
-    runs = data.runs
+    runs, known = data.runs, data.totals
     versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
+    kernels, gpus, count = runs["kernel"].n_unique(), runs["gpu"].n_unique(), runs.height
+    if known is not None:  # runs are the charts' only: every shard's totals
+        versions = known.versions["liger_version"].to_list()
+        kernels, gpus, count = len(known.kernels), len(known.gpus), known.counts["runs"]
     span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
     memory = own.filter(pl.col("metric") == "memory").height if own.height else 0
     split = f" ({own.height - memory:,} latency, {memory:,} memory)" if memory else ""
     return (
         f"{moved} among {_n(own.height, 'finding')}{split}: "
-        f"{_n(runs['kernel'].n_unique(), 'kernel')} on {_n(runs['gpu'].n_unique(), 'GPU')}, "
-        f"{span} ({_n(len(versions), 'version')}, {_n(runs.height, 'run')})."
+        f"{_n(kernels, 'kernel')} on {_n(gpus, 'GPU')}, "
+        f"{span} ({_n(len(versions), 'version')}, {_n(count, 'run')})."
     )
 
 

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import polars as pl
 
@@ -240,6 +241,11 @@ class Judged:
         for part in self._parts:
             yield part.frame("runs")
 
+    def scans(self, which: Literal["runs", "steps"]) -> list[pl.LazyFrame]:
+        """Every shard's runs or steps as a lazy frame, one per shard (read when
+        collected: a reader picks its columns and rows one shard at a time)."""
+        return [part.scan(which) for part in self._parts]
+
     def steps_of(self, findings: pl.DataFrame) -> pl.DataFrame:
         """The steps behind ``findings`` (the same finding keys), from every shard."""
         keys = list(FINDING_KEYS)
@@ -255,10 +261,11 @@ class Judged:
         ]
         return _collect(frames)
 
-    def judgement(self) -> Judgement:
-        """One :class:`~kiana.stats.Judgement` of every shard (every step in memory)."""
+    def judgement(self, steps: pl.DataFrame | None = None) -> Judgement:
+        """One :class:`~kiana.stats.Judgement` of every shard (every step in memory),
+        or with only ``steps`` (e.g. :meth:`steps_of` some findings) and the rest whole."""
         return Judgement(
-            steps=_collect([part.scan("steps") for part in self._parts]),
+            steps=_collect(self.scans("steps")) if steps is None else steps,
             findings=self.findings,
             changepoints=self.changepoints,
             versions=self.versions,
