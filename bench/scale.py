@@ -49,8 +49,10 @@ ISSUE_1M: dict[str, tuple[float, float]] = {
 }
 
 
-def _tree_rss(root: int) -> int:
-    """Bytes resident in ``root`` and every process below it, now (from /proc)."""
+def _tree_rss(root: int) -> tuple[int, int]:
+    """Bytes resident in ``root`` and every process below it, and in the children of
+    ``root`` alone (the command ``/usr/bin/time`` runs, without its workers), now (from
+    /proc)."""
     parents: dict[int, int] = {}
     sizes: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -72,25 +74,28 @@ def _tree_rss(root: int) -> int:
                 changed = True
     for pid in wanted:
         total += sizes.get(pid, 0)
-    return total
+    own = sum(sizes.get(pid, 0) for pid, parent in parents.items() if parent == root)
+    return total, own
 
 
 def timed(argv: list[str], *, stdout: Path | None = None) -> dict[str, Any]:
     """Run ``argv`` under ``/usr/bin/time -v``: seconds, peak bytes, exit status.
     ``/usr/bin/time`` gives the largest single process; ``tree_peak_bytes`` is the
     largest sum over the command's process tree (sampled twice a second), which is
-    what a command with worker processes (the shards' judges) holds at once."""
+    what a command with worker processes (the shards' judges) holds at once;
+    ``command_peak_bytes`` the command's own process, its workers aside (sampled)."""
     log = OUT / f"time-{os.getpid()}-{time.monotonic_ns()}.log"
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    tree = 0
+    tree = command = 0
     err = log.with_suffix(".err")
     with open(stdout or os.devnull, "wb") as sink, err.open("wb") as errors:
         proc = subprocess.Popen(
             ["/usr/bin/time", "-v", "-o", str(log), *argv], stdout=sink, stderr=errors, cwd=TREE[0]
         )
         while proc.poll() is None:
-            tree = max(tree, _tree_rss(proc.pid))
+            now, own = _tree_rss(proc.pid)
+            tree, command = max(tree, now), max(command, own)
             time.sleep(0.5)
     done = subprocess.CompletedProcess(proc.args, proc.returncode, b"", err.read_bytes())
     err.unlink()
@@ -108,6 +113,7 @@ def timed(argv: list[str], *, stdout: Path | None = None) -> dict[str, Any]:
         "cpu_seconds": round(cpu, 2),
         "peak_bytes": peak * 1024,
         "tree_peak_bytes": tree,
+        "command_peak_bytes": command,
         "load_average": round(load, 2),
         "stderr": done.stderr.decode()[-400:],
     }
@@ -200,8 +206,10 @@ def table() -> str:
     rows = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.strip()]
     lines = [
         "| size | runs | step | wall s | CPU s | CPU µs/run | wall/run vs issue 1M "
-        "| peak GiB (process) | peak GiB (tree) | vs issue 1M peak | < 4 GiB | load avg | commit |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+        "| peak GiB (process) | peak GiB (tree) | peak GiB (command) | vs issue 1M peak "
+        "| < 4 GiB | load avg | commit |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- "
+        "| ---: | --- |",
     ]
     for r in rows:
         cpu = r.get("cpu_seconds")
@@ -224,6 +232,7 @@ def table() -> str:
             f"| {r['size']} | {r['runs']:,} | {name} | {r['seconds']:.1f} | "
             f"{cpu_text} | {per_run} | {wall_ratio} | "
             f"{r['peak_bytes'] / GIB:.2f} | {'' if tree is None else f'{tree / GIB:.2f}'} | "
+            f"{f'{own / GIB:.2f}' if (own := r.get('command_peak_bytes')) else ''} | "
             f"{peak_ratio} | {'yes' if peak < TARGET_BYTES else 'NO'} | {r['load_average']:.1f} | "
             f"{r['commit']} |"
         )
