@@ -121,19 +121,17 @@ def charted_findings(ordered: pl.DataFrame, options: ReportOptions) -> pl.DataFr
 
 
 def chart_scopes(steps: pl.DataFrame, charted: pl.DataFrame) -> pl.DataFrame:
-    """The kernels, passes and GPUs of the ``charted`` findings that have steps to
-    chart: their series charts find sessions among every workload of them."""
-    scopes: set[tuple[str, str, str]] = set()
+    """The kernels, passes, GPUs and metrics of the ``charted`` findings that have
+    steps to chart: their series charts find sessions among every workload of them."""
+    scopes: set[tuple[str, str, str, str]] = set()
     for row in charted.iter_rows(named=True):
         try:
             frames.worst_step(steps, row)
         except KianaError:  # a finding without steps is shown in the table only
             continue
-        scopes.add((str(row["kernel"]), str(row["pass"]), str(row["gpu"])))
-    return pl.DataFrame(
-        sorted(scopes), schema={"kernel": pl.String, "pass": pl.String, "gpu": pl.String},
-        orient="row",
-    )  # fmt: skip
+        scopes.add((str(row["kernel"]), str(row["pass"]), str(row["gpu"]), str(row["metric"])))
+    schema = dict.fromkeys(("kernel", "pass", "gpu", "metric"), pl.String)
+    return pl.DataFrame(sorted(scopes), schema=schema, orient="row")
 
 
 def versions_frame(runs: pl.DataFrame) -> pl.DataFrame:
@@ -183,29 +181,23 @@ def gather(data: ReportData) -> Gathered:
     charted = charted_findings(ordered, data.options)
     # every workload of a charted kernel, pass and GPU: its sessions are found among them
     wanted = chart_scopes(steps, charted)
-    chart_runs = runs.join(wanted, on=["kernel", "pass", "gpu"], how="semi")
-    passed = runs.filter(pl.col("status") == "passed")
+    chart_runs = runs.join(wanted, on=list(wanted.columns), how="semi")
+    if data.totals is None:
+        whole = run_counts(runs, steps.height)
+        pairs, versions = frames.speedup_frame(runs), versions_frame(runs)
+        spread = _spread(runs.filter(pl.col("status") == "passed"))
+    else:  # runs and steps are the charts' only: every shard's totals
+        known = data.totals
+        whole, pairs, versions, spread = known.counts, known.speedups, known.versions, known.spread
     counts = {
         "documents read": data.quality.documents_read,
-        "runs": runs.height,
+        "runs": whole["runs"],
         "rejects": data.quality.rejected,
-        "partitions": runs["partition_id"].n_unique(),
-        "kernels": runs["kernel"].n_unique(),
-        "GPUs": runs["gpu"].n_unique(),
-        "Liger versions": runs["liger_version"].n_unique(),
-        "latency runs": passed.filter(pl.col("metric") == "latency").height,
-        "memory runs": passed.filter(pl.col("metric") == "memory").height,
-        "not passed": runs.height - passed.height,
-        "steps": steps.height,
+        **{k: whole[k] for k in RUN_COUNTS[1:]},
         "findings": ordered.height,
         "folded": data.judgement.findings.height - ordered.height,
         **verdict_counts(ordered),
     }
-    pairs = frames.speedup_frame(runs)
-    versions, spread = versions_frame(runs), _spread(passed)
-    if data.totals is not None:  # runs and steps are the charts' only: every shard's totals
-        counts |= data.totals.counts
-        versions, pairs, spread = data.totals.versions, data.totals.speedups, data.totals.spread
     tradeoffs = data.judgement.tradeoffs
     return Gathered(
         counts=counts,
@@ -224,6 +216,34 @@ def gather(data: ReportData) -> Gathered:
         coverage=coverage(data.judgement),
         not_judged=not_judged(data.judgement),
     )
+
+
+#: The counts of runs and steps in ``Gathered.counts`` (of every shard's: ``Totals.counts``).
+RUN_COUNTS: tuple[str, ...] = (
+    "runs",
+    "partitions",
+    "kernels",
+    "GPUs",
+    "Liger versions",
+    "latency runs",
+)
+RUN_COUNTS += ("memory runs", "not passed", "steps")
+
+
+def run_counts(runs: pl.DataFrame, steps: int) -> dict[str, int]:
+    """:data:`RUN_COUNTS` of ``runs`` and a number of ``steps``."""
+    passed = runs.filter(pl.col("status") == "passed")
+    return {
+        "runs": runs.height,
+        "partitions": runs["partition_id"].n_unique(),
+        "kernels": runs["kernel"].n_unique(),
+        "GPUs": runs["gpu"].n_unique(),
+        "Liger versions": runs["liger_version"].n_unique(),
+        "latency runs": passed.filter(pl.col("metric") == "latency").height,
+        "memory runs": passed.filter(pl.col("metric") == "memory").height,
+        "not passed": runs.height - passed.height,
+        "steps": steps,
+    }
 
 
 def _counts(findings: pl.DataFrame, *, latency: bool) -> Counts:

@@ -5,7 +5,7 @@ step (:attr:`kiana.pipeline.Analysis.runs`, ``.judgement``).  With more
 (:mod:`kiana.shards`), that would hold the whole database in memory; instead
 :func:`bounded` keeps only what the charts draw, the steps of the charted findings
 (:func:`kiana.report.data.charted_findings`, as the page charts them) and the runs of their
-kernels, passes and GPUs, and :func:`totals` gathers what the page says about every
+kernels, passes, GPUs and metrics, and :func:`totals` gathers what the page says about every
 run and step one shard at a time: the counts, the version table, the speed-up pairs
 and the spread per GPU, in a :class:`Totals` (``ReportData.totals``).
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from kiana.report import frames
-from kiana.report.data import _spread, chart_scopes, charted_findings, sort_findings
+from kiana.report.data import RUN_COUNTS, _spread, chart_scopes, charted_findings, sort_findings
 from kiana.stats.versions import version_table
 
 if TYPE_CHECKING:
@@ -55,9 +55,7 @@ class Totals:
     """What the page says about every run and step when ``ReportData.runs`` and
     ``judgement.steps`` hold only what the charts draw (see the module docstring)."""
 
-    #: runs, partitions, kernels, GPUs, Liger versions, latency runs, memory runs,
-    #: not passed, steps: the keys of ``Gathered.counts`` that count runs and steps
-    counts: dict[str, int]
+    counts: dict[str, int]  #: ``data.RUN_COUNTS``: runs, partitions, ..., steps
     versions: pl.DataFrame  #: as ``data.versions_frame`` of every run
     speedups: pl.DataFrame  #: as ``frames.speedup_frame`` of every run
     spread: pl.DataFrame  #: as ``data._spread`` of every passed run
@@ -119,7 +117,7 @@ def totals(shards: Sequence[pl.LazyFrame], *, steps: int) -> Totals:
     known = {**counts, "kernels": len(kernels), "GPUs": len(gpus)}
     known |= {"Liger versions": versions.height, "steps": steps}
     return Totals(
-        counts=known,
+        counts={k: known[k] for k in RUN_COUNTS},
         versions=versions.sort("version_rank"),
         speedups=_concat(pairs).sort("kernel", "pass", "gpu", "provider", "baseline", "workload"),
         spread=_concat(spreads).sort("gpu"),
@@ -142,17 +140,17 @@ def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
 
 def bounded(analysis: Analysis, options: ReportOptions) -> tuple[Judgement, pl.DataFrame, Totals]:
     """The judgement with the charted findings' steps only (the findings selected and
-    annotated, everything else whole), the runs of the kernels, passes and GPUs they
-    chart, and the :class:`Totals` of every shard."""
+    annotated, everything else whole), the runs of the kernels, passes, GPUs and
+    metrics they chart, and the :class:`Totals` of every shard."""
     import dataclasses
 
     judged = analysis.judged
     charted = charted_findings(sort_findings(analysis.findings), options)
     steps = analysis.steps_of(charted)
     judgement = dataclasses.replace(judged.judgement(steps), findings=analysis.findings)
-    wanted = chart_scopes(steps, charted).lazy()
-    keys = ["kernel", "pass", "gpu"]
-    runs = [scan.join(wanted, on=keys, how="semi") for scan in judged.scans("runs")]
+    wanted = chart_scopes(steps, charted)
+    keys = list(wanted.columns)
+    runs = [scan.join(wanted.lazy(), on=keys, how="semi") for scan in judged.scans("runs")]
     counted = sum(int(scan.select(pl.len()).collect().item()) for scan in judged.scans("steps"))
     known = totals(judged.scans("runs"), steps=counted)
     return judgement, pl.concat(runs, how="vertical_relaxed").collect(), known
