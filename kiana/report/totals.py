@@ -19,14 +19,14 @@ shards equal to the page of one.
 >>> from kiana.load.judged import judged_runs
 >>> con = kiana.connect()
 >>> _ = kiana.load_paths(con, ["data/seeds"])
->>> known = totals([judged_runs(con).lazy()], steps=0)
+>>> known = totals(lambda: [judged_runs(con)], steps=0)
 >>> known.counts["runs"], known.counts["GPUs"], known.gpus
 (2, 2, ('NVIDIA A100 SXM4-80GB', 'NVIDIA H100 80GB HBM3'))
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,10 +44,6 @@ if TYPE_CHECKING:
 #: The columns of a run the counts, versions and spread read (those a shard has).
 COUNTED: tuple[str, ...] = ("partition_id", "kernel", "gpu", "status", "metric")
 COUNTED += ("liger_version", "observed_at", "median", "p20", "p80")
-#: ... and :func:`kiana.report.frames.speedup_frame`.
-PAIRED: tuple[str, ...] = ("partition_id", "harness", "kernel", "pass", "gpu", "workload")
-PAIRED += ("liger_version", "version", "provider", "role", "status", "metric", "median")
-PAIRED += ("observed_at",)
 
 
 @dataclass(frozen=True)
@@ -63,9 +59,8 @@ class Totals:
     gpus: tuple[str, ...] = ()
 
 
-def _columns(scan: pl.LazyFrame, wanted: tuple[str, ...]) -> list[str]:
-    names = scan.collect_schema().names()
-    return [c for c in dict.fromkeys(wanted) if c in names]
+def _columns(runs: pl.DataFrame, wanted: tuple[str, ...]) -> list[str]:
+    return [c for c in dict.fromkeys(wanted) if c in runs.columns]
 
 
 def _eligible() -> pl.Expr:
@@ -79,17 +74,28 @@ def _eligible() -> pl.Expr:
     )
 
 
-def totals(shards: Sequence[pl.LazyFrame], *, steps: int) -> Totals:
-    """:class:`Totals` of every shard's runs (each a lazy frame, collected one at a
-    time, twice: the counts, then the speed-ups with every shard's version ranks) and
-    the number of ``steps`` of every shard."""
+def totals(shards: Callable[[], Iterable[pl.DataFrame]], *, steps: int) -> Totals:
+    """:class:`Totals` of every shard's runs (``shards()`` gives them one shard at a
+    time; it is read twice: the counts, then the speed-ups with every shard's version
+    ranks) and the number of ``steps`` of every shard."""
+    return _totals(shards, steps, None)[0]
+
+
+def _totals(
+    shards: Callable[[], Iterable[pl.DataFrame]], steps: int, keep: pl.DataFrame | None
+) -> tuple[Totals, list[pl.DataFrame]]:
+    """:func:`totals`, and the runs of each shard that match a row of ``keep`` (a
+    semi-join on its columns) kept on the first reading."""
     names = ("runs", "partitions", "latency runs", "memory runs", "not passed")
     counts = dict.fromkeys(names, 0)
     kernels: set[str] = set()
     gpus: set[str] = set()
-    firsts, paired, spreads = [], [], []
-    for scan in shards:
-        runs = scan.select(_columns(scan, COUNTED)).collect()
+    firsts, paired, spreads, kept = [], [], [], []
+    for shard in shards():
+        if keep is not None:
+            kept.append(shard.join(keep, on=list(keep.columns), how="semi"))
+        runs = shard.select(_columns(shard, COUNTED))
+        del shard
         passed = runs.filter(pl.col("status") == "passed")
         counts["runs"] += runs.height
         counts["partitions"] += runs["partition_id"].n_unique()
@@ -108,15 +114,10 @@ def totals(shards: Sequence[pl.LazyFrame], *, steps: int) -> Totals:
     first = _merged(firsts, runs=True)
     versions = version_table(first).join(first.select("liger_version", "runs"), on="liger_version")
     ranks = version_table(_merged(paired, runs=False))
-    pairs = [
-        frames.speedup_frame(
-            scan.filter(_eligible()).select(_columns(scan, PAIRED)).collect(), ranks=ranks
-        )
-        for scan in shards
-    ]
+    pairs = [frames.speedup_frame(shard.filter(_eligible()), ranks=ranks) for shard in shards()]
     known = {**counts, "kernels": len(kernels), "GPUs": len(gpus)}
     known |= {"Liger versions": versions.height, "steps": steps}
-    return Totals(
+    found = Totals(
         counts={k: known[k] for k in RUN_COUNTS},
         versions=versions.sort("version_rank"),
         speedups=_concat(pairs).sort("kernel", "pass", "gpu", "provider", "baseline", "workload"),
@@ -124,6 +125,7 @@ def totals(shards: Sequence[pl.LazyFrame], *, steps: int) -> Totals:
         kernels=tuple(sorted(kernels)),
         gpus=tuple(sorted(gpus)),
     )
+    return found, kept
 
 
 def _merged(parts: list[pl.DataFrame], *, runs: bool) -> pl.DataFrame:
@@ -141,16 +143,25 @@ def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
 def bounded(analysis: Analysis, options: ReportOptions) -> tuple[Judgement, pl.DataFrame, Totals]:
     """The judgement with the charted findings' steps only (the findings selected and
     annotated, everything else whole), the runs of the kernels, passes, GPUs and
-    metrics they chart, and the :class:`Totals` of every shard."""
-    import dataclasses
+    metrics they chart, and the :class:`Totals` of every shard.  Through
+    :class:`~kiana.shards.Judged`'s own readers (``runs()``, ``steps()``,
+    ``steps_of``), so a judgement on disk or stored in the database reads the same."""
+    from kiana.stats import Judgement
 
     judged = analysis.judged
     charted = charted_findings(sort_findings(analysis.findings), options)
     steps = analysis.steps_of(charted)
-    judgement = dataclasses.replace(judged.judgement(steps), findings=analysis.findings)
-    wanted = chart_scopes(steps, charted)
-    keys = list(wanted.columns)
-    runs = [scan.join(wanted.lazy(), on=keys, how="semi") for scan in judged.scans("runs")]
-    counted = sum(int(scan.select(pl.len()).collect().item()) for scan in judged.scans("steps"))
-    known = totals(judged.scans("runs"), steps=counted)
-    return judgement, pl.concat(runs, how="vertical_relaxed").collect(), known
+    judgement = Judgement(
+        steps=steps,
+        findings=analysis.findings,
+        changepoints=judged.changepoints,
+        versions=judged.versions,
+        runs_judged=judged.runs_judged,
+        coverage=judged.coverage,
+        quality=judged.quality,
+        tradeoffs=judged.tradeoffs,
+        calibration=judged.calibration,
+    )
+    counted = sum(frame.height for frame in judged.steps())
+    known, kept = _totals(judged.runs, counted, chart_scopes(steps, charted))
+    return judgement, _concat(kept), known

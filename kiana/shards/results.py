@@ -19,7 +19,6 @@ import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import polars as pl
 
@@ -241,11 +240,6 @@ class Judged:
         for part in self._parts:
             yield part.frame("runs")
 
-    def scans(self, which: Literal["runs", "steps"]) -> list[pl.LazyFrame]:
-        """Every shard's runs or steps as a lazy frame, one per shard (read when
-        collected: a reader picks its columns and rows one shard at a time)."""
-        return [part.scan(which) for part in self._parts]
-
     def steps_of(self, findings: pl.DataFrame) -> pl.DataFrame:
         """The steps behind ``findings`` (the same finding keys), from every shard."""
         keys = list(FINDING_KEYS)
@@ -261,11 +255,10 @@ class Judged:
         ]
         return _collect(frames)
 
-    def judgement(self, steps: pl.DataFrame | None = None) -> Judgement:
-        """One :class:`~kiana.stats.Judgement` of every shard (every step in memory),
-        or with only ``steps`` (e.g. :meth:`steps_of` some findings) and the rest whole."""
+    def judgement(self) -> Judgement:
+        """One :class:`~kiana.stats.Judgement` of every shard (every step in memory)."""
         return Judgement(
-            steps=_collect(self.scans("steps")) if steps is None else steps,
+            steps=_collect([part.scan("steps") for part in self._parts]),
             findings=self.findings,
             changepoints=self.changepoints,
             versions=self.versions,
