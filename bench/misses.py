@@ -10,8 +10,8 @@ For every injected Liger regression of at least ``--min-change`` (truth
 :func:`detection.headline`) that kiana did not call a regression, it prints:
 
 * the truth: sweep-wide or one workload (``CorpusConfig.single_workload_share``),
-  its size, on how many GPUs the Liger change landed (the truth's note), between
-  same-label sessions or not;
+  its size, on how many GPUs the Liger change landed (the truth's note; a change
+  between same-label sessions, a development tree re-measured, is one sitting's);
 * kiana's finding: verdict, ``basis`` (the rule of :func:`kiana.stats.sweeps.rules`
   that decided it), the change and standard error it rests on, the control (a
   same-sitting baseline, the GPU-wide one ``gpu:...``, or none) and its change;
@@ -28,10 +28,16 @@ are :mod:`detection`'s (imported, not copied).
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import polars as pl
-from detection import UNIT, judge_folder, release_units
+from detection import UNIT, judge_folder, markdown, release_units
+
+from kiana.stats import JudgeOptions
+from kiana.stats.pooling import deviation, lone_cut
+
+SEPARATION = JudgeOptions().separation
 
 FINDING = (
     "verdict", "basis", "change", "change_se", "raw_change", "control_provider",
@@ -41,31 +47,38 @@ FINDING = (
 
 
 def _steps_of(steps: pl.DataFrame, missed: pl.DataFrame) -> pl.DataFrame:
-    """The true workload's step of each one-workload miss, and its siblings' median."""
+    """The true workload's step of each one-workload miss: its raw and adjusted change,
+    its per-workload noise (the step's noise without the sitting part), its siblings'
+    median adjusted change, and the lone rule's z of its raw step against the rest
+    (:func:`kiana.stats.pooling.deviation`) beside the Bonferroni cut it had to reach."""
     liger = steps.filter(pl.col("provider") == "liger", pl.col("metric") == "latency")
     adjusted = pl.col("adjusted_change").fill_null(pl.col("change"))
+    wnoise = (pl.col("noise").pow(2) - pl.col("sitting_noise").pow(2)).clip(lower_bound=0).sqrt()
+    dev, dev_se, k = deviation(pl.col("change").log1p(), wnoise)
     keyed = missed.filter(pl.col("true_workload").is_not_null()).select(*UNIT, "true_workload")
-    own = liger.join(
-        keyed, left_on=[*UNIT, "workload"], right_on=[*UNIT, "true_workload"], how="inner"
-    ).select(
+    swept = liger.join(keyed, on=UNIT, how="inner").with_columns(
+        (dev / dev_se).alias("w_z"), k.alias("_k"), wnoise.alias("w_noise")
+    )
+    own = swept.filter(pl.col("workload") == pl.col("true_workload")).select(
         *UNIT,
         pl.col("change").alias("w_raw"),
         adjusted.alias("w_adj"),
-        pl.col("workload_noise").alias("w_noise"),
-        pl.col("noise_source").alias("w_source"),
+        "w_noise",
+        "w_z",
+        pl.col("_k").map_elements(lambda n: lone_cut(n, SEPARATION), pl.Float64).alias("w_cut"),
     )
     rest = (
-        liger.join(keyed, on=UNIT, how="inner")
-        .filter(pl.col("workload") != pl.col("true_workload"))
+        swept.filter(pl.col("workload") != pl.col("true_workload"))
         .group_by(UNIT)
         .agg(adjusted.median().alias("rest_adj"))
     )
     return own.join(rest, on=UNIT, how="left")
 
 
-def misses(folder: Path, seed: int, min_change: float) -> tuple[pl.DataFrame, int]:
-    """One seed's missed regressions of at least ``min_change``, with kiana's finding,
-    and how many such regressions it holds."""
+def regressions(folder: Path, seed: int, min_change: float) -> pl.DataFrame:
+    """One seed's regressions of at least ``min_change``, with kiana's finding (``missed``
+    when it is not a regression) and, for the missed one-workload ones, the true
+    workload's step."""
     truth, sessions, _, result, _ = judge_folder(folder)
     labelled = release_units(truth, sessions)
     findings = result.findings.filter(pl.col("provider") == "liger", pl.col("metric") == "latency")
@@ -74,17 +87,17 @@ def misses(folder: Path, seed: int, min_change: float) -> tuple[pl.DataFrame, in
         pl.col("effect") == "regression",
         pl.col("change") >= min_change,
     ).join(findings.select(*UNIT, *FINDING).rename({"change": "kiana_change"}), on=UNIT, how="left")
-    missed = found.filter(pl.col("verdict").fill_null("not reported") != "regression")
+    found = found.with_columns((pl.col("verdict").fill_null("-") != "regression").alias("missed"))
+    missed = found.filter(pl.col("missed"))
     notes = truth.filter(pl.col("provider") == "liger", pl.col("effect") == "regression")
     gpus = notes.select(
         *UNIT, pl.col("note").str.extract(r"\((\d+) GPU").cast(pl.Int64).alias("gpus")
     ).unique(UNIT)
-    out = (
-        missed.join(gpus, on=UNIT, how="left")
+    return (
+        found.join(gpus, on=UNIT, how="left")
         .join(_steps_of(result.steps, missed), on=UNIT, how="left")
         .with_columns(pl.lit(seed).alias("seed"))
     )
-    return out, found.height
 
 
 def kind(frame: pl.DataFrame) -> pl.DataFrame:
@@ -101,11 +114,53 @@ def kind(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         pl.when(one).then(pl.lit("one workload")).otherwise(pl.lit("sweep-wide")).alias("kind"),
         where.alias("control"),
-        pl.when(pl.col("gpus") == 1)
-        .then(pl.lit("1 GPU"))
-        .otherwise(pl.lit("all GPUs"))
-        .alias("on"),
+        (pl.col("gpus").cast(pl.String) + pl.lit(" GPU(s)")).fill_null("one sitting").alias("on"),
     )
+
+
+def _pct(value: float | None, signed: bool = True) -> str:
+    return "-" if value is None else (f"{value:+.1%}" if signed else f"{value:.1%}")
+
+
+def row(m: dict[str, object]) -> tuple[str, ...]:
+    """One miss as table cells (see :data:`HEADER`)."""
+    get = m.get
+    change, se = get("kiana_change"), get("change_se")
+    z = (
+        f"{math.log1p(float(change)) / float(se):.2f}"  # type: ignore[arg-type]
+        if change is not None and se
+        else "-"
+    )
+    realised = (
+        _pct(math.expm1(math.log1p(float(change)) - math.log1p(float(get("change")))))  # type: ignore[arg-type]
+        if change is not None
+        else "-"
+    )
+    control = f"{get('control_provider') or 'none'} {_pct(get('control_change'))}"  # type: ignore[arg-type]
+    one = "-"
+    if get("true_workload") is not None:
+        one = (
+            f"raw {_pct(get('w_raw'))}, adj {_pct(get('w_adj'))}, noise {_pct(get('w_noise'), False)}, "  # type: ignore[arg-type]
+            f"z {float(get('w_z') or 0):.2f} (cut {float(get('w_cut') or 0):.2f}), rest {_pct(get('rest_adj'))}"  # type: ignore[arg-type]
+        )
+    return (
+        str(get("seed")), f"{get('kernel')}/{get('pass')}", str(get("gpu")).replace("NVIDIA ", ""),
+        f"{get('kind')}, {get('on')}{', same label' if get('same_label') else ''}",
+        _pct(get("change")),  # type: ignore[arg-type]
+        f"{get('verdict')} ({get('basis')})",
+        f"{_pct(change)} ± {_pct(se, False)}", z, realised,  # type: ignore[arg-type]
+        _pct(get("raw_change")), control,  # type: ignore[arg-type]
+        f"{_pct(get('workload_noise'), False)} / {_pct(get('sitting_noise'), False)}",  # type: ignore[arg-type]
+        f"{get('noise_source')} ({get('single_samples')} single)", _pct(get("scatter"), False),  # type: ignore[arg-type]
+        one,
+    )  # fmt: skip
+
+
+HEADER = (
+    "seed", "kernel/pass", "gpu", "kind", "true", "verdict (rule)", "kiana change ± se",
+    "z", "kiana - true", "raw", "control", "noise workload / sitting", "noise source",
+    "scatter", "the true workload's step (one-workload)",
+)  # fmt: skip
 
 
 def main() -> None:
@@ -116,32 +171,46 @@ def main() -> None:
     parser.add_argument("--min-change", type=float, default=0.10)
     args = parser.parse_args()
     root = args.read / args.noise
-    parts = [misses(root / f"seed-{s}", s, args.min_change) for s in args.seeds]
-    total = sum(n for _, n in parts)
-    out = kind(pl.concat([p for p, _ in parts], how="diagonal_relaxed"))
-    print(f"{out.height} of {total} regressions >= {args.min_change:.0%} missed ({args.noise})")
-    pct = [
-        pl.col(c).round(3) for c in ("kiana_change", "change_se", "raw_change", "control_change")
-    ]
-    with pl.Config(
-        tbl_rows=200, tbl_cols=40, fmt_str_lengths=40, tbl_width_chars=1000,
-        tbl_formatting="MARKDOWN", tbl_hide_column_data_types=True, tbl_hide_dataframe_shape=True,
-    ):  # fmt: skip
-        print(
-            out.select(
-                "seed", "kernel", "pass", "gpu", "kind", pl.col("change").alias("true"),
-                "true_workload", "on", "same_label", "verdict", "basis", *pct, "control",
-                "control_provider", pl.col("workload_noise").round(4), pl.col("sitting_noise").round(4),
-                "noise_source", "single_samples", pl.col("scatter").round(3), "workloads_total",
-                pl.col("w_raw").round(3), pl.col("w_adj").round(3), pl.col("w_noise").round(4),
-                "w_source", pl.col("rest_adj").round(3),
-            ).sort("kind", "basis", "seed")
-        )  # fmt: skip
-        print(
-            out.group_by("kind", "on", "control", "verdict", "basis")
-            .len()
-            .sort("len", descending=True)
+    every = kind(
+        pl.concat(
+            [regressions(root / f"seed-{s}", s, args.min_change) for s in args.seeds],
+            how="diagonal_relaxed",
         )
+    )
+    out = every.filter(pl.col("missed"))
+    print(
+        f"{out.height} of {every.height} regressions >= {args.min_change:.0%} missed ({args.noise})"
+    )
+    rows = [row(m) for m in out.sort("kind", "basis", "seed").iter_rows(named=True)]
+    markdown(HEADER, rows)
+    counts = out.group_by("kind", "on", "control", "verdict", "basis").len()
+    markdown(
+        ("kind", "on", "control", "verdict", "rule", "misses"),
+        [tuple(str(v) for v in r) for r in counts.sort("len", descending=True).iter_rows()],
+    )
+    markdown(("every regression by", "n", "found", "missed"), recall(every))
+
+
+def recall(every: pl.DataFrame) -> list[tuple[str, ...]]:
+    """Found and missed by kind, same label, and the sitting noise kiana measured for the
+    finding (normal-equivalent sigma, state factor included)."""
+    sitting = pl.col("sitting_noise")
+    bins = (
+        pl.when(sitting < 0.01).then(pl.lit("sitting noise < 1%"))
+        .when(sitting < 0.03).then(pl.lit("sitting noise 1-3%"))
+        .when(sitting < 0.06).then(pl.lit("sitting noise 3-6%"))
+        .when(sitting.is_not_null()).then(pl.lit("sitting noise >= 6%"))
+        .otherwise(pl.lit("sitting noise unknown"))
+    )  # fmt: skip
+    same = pl.when(pl.col("same_label")).then(pl.lit("same label")).otherwise(pl.lit("new label"))
+    rows: list[tuple[str, ...]] = []
+    for expr in (pl.col("kind"), same, bins):
+        counts = every.group_by(expr.alias("by")).agg(
+            pl.len().alias("n"), pl.col("missed").sum().alias("missed")
+        )
+        for by, n, missed in counts.sort("by").iter_rows():
+            rows.append((str(by), str(n), f"{(n - missed) / n:.3f}", str(missed)))
+    return rows
 
 
 if __name__ == "__main__":
