@@ -133,7 +133,7 @@ def row(m: dict[str, object]) -> tuple[str, ...]:
     )
     realised = (
         _pct(math.expm1(math.log1p(float(change)) - math.log1p(float(get("change")))))  # type: ignore[arg-type]
-        if change is not None
+        if change is not None and get("true_workload") is None
         else "-"
     )
     control = f"{get('control_provider') or 'none'} {_pct(get('control_change'))}"  # type: ignore[arg-type]
@@ -158,7 +158,7 @@ def row(m: dict[str, object]) -> tuple[str, ...]:
 
 HEADER = (
     "seed", "kernel/pass", "gpu", "kind", "true", "verdict (rule)", "kiana change ± se",
-    "z", "kiana - true", "raw", "control", "noise workload / sitting", "noise source",
+    "z", "kiana - true (sweep-wide)", "raw", "control", "noise workload / sitting", "noise source",
     "scatter", "the true workload's step (one-workload)",
 )  # fmt: skip
 
