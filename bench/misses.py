@@ -21,7 +21,9 @@ For every injected Liger regression of at least ``--min-change`` (truth
 * for one-workload regressions, the true workload's own step: its raw and
   control-adjusted change, and the median adjusted change of its siblings.
 
-Then a count of the misses by kind, verdict and basis.  The units, labels and judging
+Then a count of the misses by kind, verdict and basis; every regression's recall by
+kind, label and sitting noise; and how well the standard error of kiana's adjusted
+findings matches the truth (:func:`errors`), by sitting noise.  The units, labels and judging
 are :mod:`detection`'s (imported, not copied).
 """
 
@@ -75,13 +77,43 @@ def _steps_of(steps: pl.DataFrame, missed: pl.DataFrame) -> pl.DataFrame:
     return own.join(rest, on=UNIT, how="left")
 
 
-def regressions(folder: Path, seed: int, min_change: float) -> pl.DataFrame:
+def regressions(folder: Path, seed: int, min_change: float) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One seed's regressions of at least ``min_change``, with kiana's finding (``missed``
     when it is not a regression) and, for the missed one-workload ones, the true
-    workload's step."""
+    workload's step; and its :func:`errors`."""
     truth, sessions, _, result, _ = judge_folder(folder)
     labelled = release_units(truth, sessions)
     findings = result.findings.filter(pl.col("provider") == "liger", pl.col("metric") == "latency")
+    regs = _regressions(truth, labelled, findings, result.steps, min_change)
+    return regs.with_columns(pl.lit(seed).alias("seed")), errors(labelled, findings)
+
+
+def errors(labelled: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
+    """How far kiana's control-adjusted change lies from the truth, in its own standard
+    errors (``z_error``), for every unit whose true sweep-wide change is known: unchanged
+    groups, A/A pairs and drift groups (0), sweep-wide regressions (their size)."""
+    known = labelled.filter(
+        pl.col("case").is_in(["unchanged", "A/A pair", "drift"])
+        | ((pl.col("effect") == "regression") & pl.col("true_workload").is_null()
+           & ~pl.col("case").is_in(["outlier", "conflict"]))
+    )  # fmt: skip
+    joined = known.join(
+        findings.filter(pl.col("adjusted"), pl.col("change_se") > 0).select(
+            *UNIT, pl.col("change").alias("kiana_change"), "change_se", "sitting_noise"
+        ),
+        on=UNIT,
+        how="inner",
+    )
+    error = pl.col("kiana_change").log1p() - pl.col("change").fill_null(0.0).log1p()
+    return joined.select(
+        "sitting_noise", "change_se", (error / pl.col("change_se")).alias("z_error")
+    )
+
+
+def _regressions(
+    truth: pl.DataFrame, labelled: pl.DataFrame, findings: pl.DataFrame, steps: pl.DataFrame,
+    min_change: float,
+) -> pl.DataFrame:  # fmt: skip
     found = labelled.filter(
         ~pl.col("case").is_in(["outlier", "conflict"]),
         pl.col("effect") == "regression",
@@ -93,11 +125,7 @@ def regressions(folder: Path, seed: int, min_change: float) -> pl.DataFrame:
     gpus = notes.select(
         *UNIT, pl.col("note").str.extract(r"\((\d+) GPU").cast(pl.Int64).alias("gpus")
     ).unique(UNIT)
-    return (
-        found.join(gpus, on=UNIT, how="left")
-        .join(_steps_of(result.steps, missed), on=UNIT, how="left")
-        .with_columns(pl.lit(seed).alias("seed"))
-    )
+    return found.join(gpus, on=UNIT, how="left").join(_steps_of(steps, missed), on=UNIT, how="left")
 
 
 def kind(frame: pl.DataFrame) -> pl.DataFrame:
@@ -171,12 +199,8 @@ def main() -> None:
     parser.add_argument("--min-change", type=float, default=0.10)
     args = parser.parse_args()
     root = args.read / args.noise
-    every = kind(
-        pl.concat(
-            [regressions(root / f"seed-{s}", s, args.min_change) for s in args.seeds],
-            how="diagonal_relaxed",
-        )
-    )
+    parts = [regressions(root / f"seed-{s}", s, args.min_change) for s in args.seeds]
+    every = kind(pl.concat([p for p, _ in parts], how="diagonal_relaxed"))
     out = every.filter(pl.col("missed"))
     print(
         f"{out.height} of {every.height} regressions >= {args.min_change:.0%} missed ({args.noise})"
@@ -189,19 +213,46 @@ def main() -> None:
         [tuple(str(v) for v in r) for r in counts.sort("len", descending=True).iter_rows()],
     )
     markdown(("every regression by", "n", "found", "missed"), recall(every))
+    calibrated = pl.concat([e for _, e in parts])
+    markdown(
+        ("adjusted findings by", "n", "median se", "robust sd of z_error", "p90 |z_error|",
+         "share |z_error| >= 3"),
+        [(b, str(n), f"{se:.1%}", f"{sd:.2f}", f"{p90:.2f}", f"{tail:.3f}")
+         for b, n, se, sd, p90, tail in by_sitting(calibrated).iter_rows()],
+    )  # fmt: skip
 
 
-def recall(every: pl.DataFrame) -> list[tuple[str, ...]]:
-    """Found and missed by kind, same label, and the sitting noise kiana measured for the
-    finding (normal-equivalent sigma, state factor included)."""
+def by_sitting(errors: pl.DataFrame) -> pl.DataFrame:
+    """:func:`errors` by the finding's sitting noise: a standard error that is right has a
+    robust sd of ``z_error`` near 1 and about 0.3% of units beyond 3 (normal tails)."""
+    return (
+        errors.group_by(_sitting_bins().alias("by"))
+        .agg(
+            pl.len(),
+            pl.col("change_se").median(),
+            (pl.col("z_error").abs().median() * 1.4826),
+            pl.col("z_error").abs().quantile(0.9).alias("p90"),
+            (pl.col("z_error").abs() >= 3).mean().alias("tail"),
+        )
+        .sort("change_se")
+    )
+
+
+def _sitting_bins() -> pl.Expr:
     sitting = pl.col("sitting_noise")
-    bins = (
+    return (
         pl.when(sitting < 0.01).then(pl.lit("sitting noise < 1%"))
         .when(sitting < 0.03).then(pl.lit("sitting noise 1-3%"))
         .when(sitting < 0.06).then(pl.lit("sitting noise 3-6%"))
         .when(sitting.is_not_null()).then(pl.lit("sitting noise >= 6%"))
         .otherwise(pl.lit("sitting noise unknown"))
     )  # fmt: skip
+
+
+def recall(every: pl.DataFrame) -> list[tuple[str, ...]]:
+    """Found and missed by kind, same label, and the sitting noise kiana measured for the
+    finding (normal-equivalent sigma, state factor included)."""
+    bins = _sitting_bins()
     same = pl.when(pl.col("same_label")).then(pl.lit("same label")).otherwise(pl.lit("new label"))
     rows: list[tuple[str, ...]] = []
     for expr in (pl.col("kind"), same, bins):
