@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -53,6 +53,7 @@ __all__ = [
     "Judged",
     "Shard",
     "budget",
+    "check_baseline_of",
     "judge_all",
     "judge_shard",
     "memory_limit",
@@ -60,6 +61,7 @@ __all__ = [
     "order_findings",
     "plan",
     "selectable",
+    "shard_inputs",
     "shard_runs",
     "write_origins",
 ]
@@ -78,25 +80,48 @@ def judge_all(
     ``code_changes``: as :func:`kiana.stats.judge` takes it (it goes to each shard's
     worker process, so it must pickle)."""
     options = options or JudgeOptions()
-    shards = plan(con, max_runs=max_runs)
     judged = Judged(spill=spill)
-    if len(shards) <= 1:  # everything at once, as the judge always did
-        runs = shard_runs(con)
-        judged.add(runs, judge_shard(runs, options, code_changes))
-        return judged
-    if options.baseline is not None:
-        check_baseline(_versions(con), options.baseline)
-    with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
-        origins = write_origins(con, Path(folder))
+    for index, runs in enumerate(
+        shard_inputs(con, options, max_runs=max_runs, folder=judged.folder)
+    ):
+        if isinstance(runs, pl.DataFrame):  # one shard: everything at once, in this process
+            judged.add(runs, judge_shard(runs, options, code_changes))
+            continue
+        written = worker.run(runs, options, judged.folder(), index, code_changes)
+        judged.add_written(runs, runs.with_name(f"steps-{index:05d}.parquet"), written)
+    return judged
+
+
+def shard_inputs(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    *,
+    max_runs: int | None = None,
+    folder: Callable[[], Path],
+) -> Iterator[pl.DataFrame | Path]:
+    """Each shard's runs (:func:`plan`): in memory when there is one shard, else written
+    to a Parquet file under ``folder()`` for a worker process, one shard at a time (every
+    run's origin read once first, DuckDB's memory held low meanwhile)."""
+    check_baseline_of(con, options)
+    shards = plan(con, max_runs=max_runs)
+    if len(shards) <= 1:
+        yield shard_runs(con)
+        return
+    with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as scratch:
+        origins = write_origins(con, Path(scratch))
         with _duckdb_share(con, READ_SHARE):
             for index, shard in enumerate(shards):
-                path = judged.folder() / f"runs-{index:05d}.parquet"
+                path = folder() / f"runs-{index:05d}.parquet"
                 runs = shard_runs(con, shard, origins=origins)
                 runs.write_parquet(path, compression="lz4", statistics=False)
                 del runs
-                written = worker.run(path, options, judged.folder(), index, code_changes)
-                judged.add_written(path, path.with_name(f"steps-{index:05d}.parquet"), written)
-    return judged
+                yield path
+
+
+def check_baseline_of(con: duckdb.DuckDBPyConnection, options: JudgeOptions) -> None:
+    """A ``--baseline`` no judged run has is a usage error (a shard lacking it is not)."""
+    if options.baseline is not None:
+        check_baseline(_versions(con), options.baseline)
 
 
 #: DuckDB's memory while the shards' runs are read, after every origin was written

@@ -117,17 +117,25 @@ def write_origins(con: duckdb.DuckDBPyConnection, folder: Path) -> Path:
 
 
 def shard_runs(
-    con: duckdb.DuckDBPyConnection, shard: Shard | None = None, *, origins: Path | None = None
+    con: duckdb.DuckDBPyConnection,
+    shard: Shard | None = None,
+    *,
+    origins: Path | None = None,
+    where: str = "",
+    params: dict[str, object] | None = None,
 ) -> pl.DataFrame:
     """The judged columns and ``origin`` of the runs of ``shard`` (every run when
     None): :func:`kiana.load.judged.judged_runs` with ``WHERE gpu IN (...)``, in its
     order.  ``origins``: the folder :func:`write_origins` wrote (empty: no run has an
-    origin), read for this shard's GPUs only; without it the labels are read."""
+    origin), read for this shard's GPUs only; without it the labels are read.
+    ``where``: a further SQL condition on ``runs`` (its ``params`` named ``$...``)."""
     columns = ", ".join(f'r."{c}"' for c in JUDGED_COLUMNS)
     gpus = list(shard.gpus) if shard is not None else []
     listed = ", ".join(f"$g{i}" for i in range(len(gpus)))
-    where = f"WHERE gpu IN ({listed})" if gpus else ""
-    params: dict[str, str] = {f"g{i}": gpu for i, gpu in enumerate(gpus)}
+    conditions = [f"gpu IN ({listed})"] if gpus else []
+    conditions += [f"({where})"] if where else []
+    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    params = {**(params or {}), **{f"g{i}": gpu for i, gpu in enumerate(gpus)}}
     if origins is not None and gpus and not any(origins.rglob("*.parquet")):
         source = "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS origin WHERE false"
     elif origins is not None and gpus:
@@ -140,7 +148,7 @@ def shard_runs(
         commit, csv = ORIGIN_LABELS
         params |= {"commit": commit, "csv": csv}
         source = _origins_sql()
-        if gpus:
+        if where:
             source = source.replace(
                 "GROUP BY", "AND run_id IN (SELECT run_id FROM chosen) GROUP BY"
             )
