@@ -4,6 +4,7 @@
     .venv/bin/python bench/load.py                       # 10k and 100k, every layout
     .venv/bin/python bench/load.py --sizes 1m --layouts jsonl jsonl.gz --repeats 1
     .venv/bin/python bench/load.py --incremental         # +1,000 documents into 1M runs
+    .venv/bin/python bench/load.py --before /tmp/old --contenders kiana "kiana before"
 
 Contenders, each in its own process (peak memory = that process's ru_maxrss), timing
 the work only (not interpreter start-up nor imports):
@@ -15,10 +16,15 @@ the work only (not interpreter start-up nor imports):
   auto-detected schema, into an empty database file;
 * ``floor`` (c): DuckDB reads the same bytes and parses each document once
   (``read_text`` + ``json_valid`` for files; one VARCHAR column per line for JSONL),
-  keeping nothing.
+  keeping nothing;
+* ``kiana before`` (with ``--before DIR``): ``kiana.load.load`` of another kiana tree
+  (e.g. ``git worktree add /tmp/old <commit>``), imported through ``PYTHONPATH=DIR``, to
+  compare two loaders in one run (also with ``--incremental``).
 
-Printed: the median seconds over ``--repeats`` runs, documents per second, the ratio
-to kiana (>1: the contender is slower than kiana) and the peak memory.
+Printed: the median seconds over ``--repeats`` runs (and their range), the median CPU
+seconds (user + system, every thread: on a shared machine less moved by the other work
+than the clock), documents per second, the ratio to kiana (>1: the contender is slower
+than kiana) and the peak memory.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -35,9 +42,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, child, machine, median, peak_mib, table
+from common import OUT, ROOT, child, machine, median, peak_mib, table
 
-CONTENDERS = ("kiana", "python+polars", "duckdb read_json", "floor")
+CONTENDERS = ("kiana", "kiana before", "python+polars", "duckdb read_json", "floor")
+
+#: The kiana tree of the ``before`` contenders (``--before``), when given.
+BEFORE: str | None = None
 
 
 # --- the contenders (run in a child process) ------------------------------------------
@@ -155,6 +165,8 @@ def _incremental(path: Path, work: Path) -> int:
 
 RUNNERS = {
     "kiana": _kiana,
+    "kiana before": _kiana,
+    "incremental before": _incremental,
     "python+polars": _python_polars,
     "duckdb read_json": _duckdb_read_json,
     "floor": _floor,
@@ -165,6 +177,8 @@ RUNNERS = {
 #: The modules each contender imports, imported before its clock starts.
 IMPORTS = {
     "kiana": ("kiana.load",),
+    "kiana before": ("kiana.load",),
+    "incremental before": ("kiana.load",),
     "python+polars": ("gzip", "polars"),
     "duckdb read_json": ("duckdb",),
     "floor": ("duckdb",),
@@ -172,13 +186,30 @@ IMPORTS = {
 }
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far, all its threads."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_one(contender: str, path: Path, work: Path) -> None:
     for module in IMPORTS[contender]:
         importlib.import_module(module)
+    used = _cpu_seconds()
     started = time.perf_counter()
     documents = RUNNERS[contender](path, work)
     seconds = time.perf_counter() - started
-    print(json.dumps({"seconds": seconds, "documents": documents, "peak_mib": peak_mib()}))
+    result: dict[str, Any] = {
+        "seconds": seconds,
+        "cpu": _cpu_seconds() - used,
+        "documents": documents,
+        "peak_mib": peak_mib(),
+    }
+    if "kiana.load" in sys.modules:
+        result["kiana"] = str(Path(sys.modules["kiana.load"].__file__ or "").parents[2])
+    print(json.dumps(result))
 
 
 # --- the driver -----------------------------------------------------------------------
@@ -186,12 +217,26 @@ def run_one(contender: str, path: Path, work: Path) -> None:
 
 def _once(contender: str, path: Path, prepare: Path | None) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="kiana-bench-", dir=OUT))
+    before = contender.endswith(" before")
+    if before and BEFORE is None:
+        raise SystemExit(f"{contender}: give the other kiana tree with --before DIR")
+    saved = os.environ.get("PYTHONPATH")
     try:
         if prepare is not None:
             shutil.copy(prepare, work / "kiana.duckdb")
-        return child([__file__, "--one", contender, str(path), str(work)])
+        if before:
+            os.environ["PYTHONPATH"] = str(BEFORE)  # the child imports that tree's kiana
+        got = child([__file__, "--one", contender, str(path), str(work)])
     finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
         shutil.rmtree(work, ignore_errors=True)
+    expected = Path(str(BEFORE)).resolve() if before else ROOT
+    if "kiana" in got and Path(got["kiana"]).resolve() != expected:
+        raise RuntimeError(f"{contender} imported kiana from {got['kiana']}, not {expected}")
+    return got
 
 
 def measure(
@@ -207,11 +252,18 @@ def measure(
     return {
         c: {
             "seconds": median([r["seconds"] for r in got]),
+            "cpu": median([r["cpu"] for r in got]),
+            "min": min(r["seconds"] for r in got),
+            "max": max(r["seconds"] for r in got),
             "peak_mib": max(r["peak_mib"] for r in got),
             "documents": got[-1]["documents"],
         }
         for c, got in runs.items()
     }
+
+
+def _spread(got: dict[str, Any]) -> str:
+    return f"{got['min']:.2f}-{got['max']:.2f}"
 
 
 def incremental(repeats: int) -> str:
@@ -233,13 +285,16 @@ def incremental(repeats: int) -> str:
     if not new.exists():
         config = CorpusConfig.sized(1000, seed=99)
         write_corpus(generate(config), new.parent, "jsonl", truth=False)
-    got = measure(["incremental"], new, repeats, prepare=base)["incremental"]
-    line = (
-        f"incremental: {got['documents']:,} new documents into a 1M-run database: "
-        f"{got['seconds']:.2f} s (median of {repeats}), peak {got['peak_mib']:.0f} MiB "
-        f"(target <= 1 s)"
-    )
-    return line
+    contenders = ["incremental"] + (["incremental before"] if BEFORE else [])
+    lines = []
+    for name, got in measure(contenders, new, repeats, prepare=base).items():
+        lines.append(
+            f"{name}: {got['documents']:,} new documents into a 1M-run database: "
+            f"{got['seconds']:.2f} s (median of {repeats}; {_spread(got)}; "
+            f"CPU {got['cpu']:.2f} s), "
+            f"peak {got['peak_mib']:.0f} MiB (target <= 1 s)"
+        )
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -259,7 +314,12 @@ def main() -> int:
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs per case (median)")
     parser.add_argument("--incremental", action="store_true", help="only the +1,000 case")
+    parser.add_argument(
+        "--before", metavar="DIR", help="another kiana tree, for the 'kiana before' contenders"
+    )
     args = parser.parse_args()
+    global BEFORE
+    BEFORE = args.before
     if args.one:
         contender, path, work = args.one
         run_one(contender, Path(path), Path(work))
@@ -275,12 +335,13 @@ def main() -> int:
     for size in args.sizes:
         for layout in args.layouts:
             path = corpus.ensure(size, layout)
+            default = [c for c in CONTENDERS if c != "kiana before" or BEFORE]
             contenders = args.contenders or [
                 c
-                for c in CONTENDERS
+                for c in default
                 if not (c == "duckdb read_json" and layout == "files" and size != "10k")
             ]
-            if len(contenders) < len(args.contenders or CONTENDERS):
+            if len(contenders) < len(args.contenders or default):
                 print(f"{size} {layout}: duckdb read_json left out (name it to run it)")
             results = measure(contenders, path, args.repeats)
             base = results.get("kiana")
@@ -293,6 +354,8 @@ def main() -> int:
                         name,
                         f"{got['documents']:,}",
                         f"{got['seconds']:.2f}",
+                        _spread(got),
+                        f"{got['cpu']:.2f}",
                         f"{got['documents'] / got['seconds']:,.0f}",
                         ratio,
                         f"{got['peak_mib']:,.0f}",
@@ -305,7 +368,18 @@ def main() -> int:
     return 0
 
 
-HEADER = ["size", "layout", "contender", "documents", "seconds", "docs/s", "vs kiana", "peak MiB"]
+HEADER = [
+    "size",
+    "layout",
+    "contender",
+    "documents",
+    "seconds",
+    "min-max",
+    "CPU s",
+    "docs/s",
+    "vs kiana",
+    "peak MiB",
+]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,12 +1,16 @@
 """Where a load's time goes: seconds per stage of ``kiana.load.load``, summed over its
-batches (``kiana.load.store.STAGE_SECONDS``), for one input into a new database file.
+batches (a ``kiana.load.StageTimes`` profiler), for one input into a new database file.
 
     .venv/bin/python bench/corpus.py --sizes 100k --layouts jsonl   # once
     .venv/bin/python bench/load_stages.py bench/out/corpus/100k/jsonl/documents.jsonl
     .venv/bin/python bench/load_stages.py bench/out/corpus/100k/files --repeats 3
 
 Prints a Markdown table: the median seconds of each stage over ``--repeats`` loads and
-its share of the whole load.  Used to decide what to make faster next (bench/README.md).
+its share of the whole load, by thread.  The reading thread's stages (Python's reader,
+stage 1) and the checking thread's (DuckDB's reader, screening, checking) overlap the
+caller's (waiting for the checks, storing, COMMIT), which add up to the whole load with
+"other" (connect, expand, close).
+Used to decide what to make faster next (bench/README.md).
 """
 
 from __future__ import annotations
@@ -25,22 +29,32 @@ from common import OUT, machine, median, table
 
 def profile(path: Path) -> tuple[float, dict[str, float]]:
     import kiana.load
-    from kiana.load import store
 
     work = Path(tempfile.mkdtemp(prefix="kiana-stages-", dir=OUT))
     try:
-        store.STAGE_SECONDS = {}
+        times = kiana.load.StageTimes()
         started = time.perf_counter()
         con = kiana.load.connect(work / "kiana.duckdb")
-        kiana.load.load(con, [path])
+        kiana.load.load(con, [path], profiler=times)
         con.close()
         seconds = time.perf_counter() - started
-        stages = store.STAGE_SECONDS
+        stages = times.seconds
     finally:
-        store.STAGE_SECONDS = None
         shutil.rmtree(work, ignore_errors=True)
-    stages["other (connect, expand, close)"] = seconds - sum(stages.values())
+    caller = sum(value for name, value in stages.items() if _thread(name) == _CALLER)
+    stages["other (connect, expand, close)"] = seconds - caller
     return seconds, stages
+
+
+_CALLER = "caller (storing)"
+_THREADS = ("reading", "checking", _CALLER)
+
+
+def _thread(stage: str) -> str:
+    """The thread whose time ``stage`` is."""
+    if stage.startswith(("store:", "waiting for the checks", "end of load", "COMMIT", "other")):
+        return _CALLER
+    return "reading" if "(reading thread)" in stage else "checking"
 
 
 def main() -> int:
@@ -54,11 +68,11 @@ def main() -> int:
     total = median([seconds for seconds, _ in runs])
     names = list(dict.fromkeys(name for _, stages in runs for name in stages))
     rows = []
-    for name in names:
+    for name in sorted(names, key=lambda name: _THREADS.index(_thread(name))):
         value = median([stages.get(name, 0.0) for _, stages in runs])
-        rows.append([name, f"{value:.2f}", f"{100 * value / total:.0f}%"])
-    rows.append(["**whole load**", f"**{total:.2f}**", "100%"])
-    print(table(["stage", "seconds", "share"], rows))
+        rows.append([_thread(name), name, f"{value:.2f}", f"{100 * value / total:.0f}%"])
+    rows.append(["", "**whole load**", f"**{total:.2f}**", "100%"])
+    print(table(["thread", "stage", "seconds", "share"], rows))
     print(f"\nmedian of {args.repeats} load(s) of {args.path}")
     return 0
 

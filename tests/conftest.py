@@ -89,4 +89,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             f"{SLOW_TEST_SECONDS:g} s: make it quicker or mark it @pytest.mark.heavy "
             "(KIANA_TEST_SECONDS sets the limit)"
         )
-

@@ -580,7 +580,8 @@ def sweep_cases(counter: Iterator[int], kinds: Sequence[str] = ALL_KINDS) -> lis
 #: ``kiana load`` with a smaller batch size (argv[1]), so that one load is many batches
 #: and a kill can land between any two of them.  Everything else is the real CLI.
 CHILD = (
-    "import sys; import kiana.load.sources as s; s.BATCH_RECORDS = int(sys.argv[1]); "
+    "import functools, sys; import kiana.load as k; "
+    "k.load = functools.partial(k.load, limits=k.LoadLimits(batch_records=int(sys.argv[1]))); "
     "from kiana.cli import main; sys.exit(main(['load', *sys.argv[2:]]))"
 )
 

@@ -1,11 +1,16 @@
 """The fast path of the checks: one parse per document for the documents that pass.
 
+Every candidate document passes through it once, in one of two places: DuckDB's JSONL
+reader runs it in its reading query, with stage 1 (:func:`reading_sql`), and
+:func:`screen` runs it on the batches Python read.  What it does not pass as clean goes
+to the full check (:mod:`kiana.load.check`), never through the fast path again.
+
 The full check (:data:`kiana.load.columns.FLAT_SQL`) finds the *first* failing check
 of a document and says why, which needs the JSON type of every container, a second
 parse of the measurements and ``json_extract_string`` on every string leaf; planning
 its two ``CASE`` expressions, one branch per check, is itself a cost per batch.
-Rejects are rare, so most documents do not need any of that: :data:`FAST_SQL` parses
-each document once, into the same structure but with the measurements inside it, and
+Rejects are rare, so most documents do not need any of that: the fast path
+(:func:`fast_sql`) parses each document once, into the same structure but with the measurements inside it, and
 asks one yes/no question, *is this document clean?*  Clean rows are final (no reject);
 the others (rare) go through the full check, which gives their reason.
 
@@ -26,8 +31,15 @@ the same columns (``tests/load/test_fast.py`` checks both on generated documents
 
 from __future__ import annotations
 
-from kiana.load.columns import SIDE_PARTS, SOURCE, derived, finished, normal, plain_text
+import duckdb
+
+from kiana.load.arrow import registered
+from kiana.load.batches import CANDIDATE_COLUMNS, ParsedBatch, ScreenedBatch
+from kiana.load.columns import SIDE_PARTS, derived, finished, normal, plain_text
+from kiana.load.parse import STAGE1_SQL
 from kiana.load.validate import CHECKS, structure
+
+__all__ = ["FAST_CHECKS", "FAST_STRUCTURE", "fast_sql", "reading_sql", "screen"]
 
 #: The document structure with the measurements parsed in the same pass.
 FAST_STRUCTURE = structure(
@@ -44,18 +56,13 @@ _CLEAN = (
 )
 
 
-def fast_sql(
-    documents: str = "documents",
-    keys_in: str = f"rec, item, {SOURCE} AS source",
-    keys_out: str = "rec, item, source",
-) -> str:
+def fast_sql(documents: str, keys_in: str, keys_out: str) -> str:
     """The fast path over the relation ``documents`` (a column ``doc``, the minified
     document, and the columns ``keys_in`` reads) -> the checked rows when clean, with
     ``clean`` false or NULL (and the other columns meaningless) when they need the full
     check.  ``keys_in`` are carried from ``documents`` to the result, which starts with
-    ``keys_out``: by default the candidate documents' keys, as for
-    :data:`kiana.load.columns.FLAT_SQL`; the loader's reading query carries stage 1's
-    columns instead (:func:`kiana.load.store.read_sql`)."""
+    ``keys_out``: the candidate documents' columns (:func:`screen`), or stage 1's in the
+    reading query of DuckDB's JSONL reader (:func:`reading_sql`)."""
     return f"""
 WITH t AS (
     SELECT {keys_in},
@@ -77,7 +84,23 @@ WITH t AS (
 """
 
 
-#: Candidate documents (the relation ``documents``, as for
-#: :data:`kiana.load.columns.FLAT_SQL`) -> their checked rows when clean, with ``clean``
-#: false (and the other columns meaningless) when they need the full check.
-FAST_SQL = fast_sql()
+_CARRIED = ", ".join(name for name in CANDIDATE_COLUMNS if name != "doc")
+
+#: The fast path over candidate documents (the relation ``candidates``), which it carries.
+_SCREEN_SQL = fast_sql("candidates", keys_in=_CARRIED, keys_out=f"doc, {_CARRIED}")
+
+
+def screen(cursor: duckdb.DuckDBPyConnection, parsed: ParsedBatch) -> ScreenedBatch:
+    """The fast path over a batch Python read (stage 1 done), on ``cursor``, a cursor of
+    the checks, outside the load's transaction."""
+    return ScreenedBatch(registered(cursor, _SCREEN_SQL, "candidates", parsed.rows))
+
+
+def reading_sql(lines: str) -> str:
+    """Stage 1 (:data:`kiana.load.parse.STAGE1_SQL`) and the fast path in one statement,
+    which DuckDB's JSONL reader runs as it reads (over the relation ``lines``: ``text``,
+    ``problem``): a batch whose documents are clean leaves the reading query checked,
+    without crossing into Arrow and back in between, and without a second statement to
+    bind.  Its rows are ``doc``, ``text``, ``problem`` and the fast path's columns."""
+    stage1 = STAGE1_SQL.format(records=lines)
+    return fast_sql(f"({stage1})", keys_in="text, problem", keys_out="doc, text, problem")

@@ -15,15 +15,17 @@ readers could differ occurs:
   Python keeps it in the text and its excerpts);
 * an empty line (DuckDB skips it, so the line numbers would shift; a line of spaces is
   kept by both and dropped here as Python drops it);
-* a line over :data:`~kiana.load.validate.MAX_DOCUMENT_BYTES` (Python rejects it);
+* a line over the load's ``max_line_bytes`` (:class:`~kiana.load.limits.LoadLimits`;
+  Python rejects it);
 * NUL, the delimiter ``\\x01`` or the null string ``\\x02`` anywhere;
 * no document at all (Python rejects the empty file).
 
 The reading query also does stage 1 and the fast path of the checks
-(:func:`kiana.load.store.read_sql`): each line is minified and checked as it is read,
+(:func:`kiana.load.fast.reading_sql`): each line is minified and checked as it is read,
 and its text is kept only for a line that will be rejected, so a good document crosses
-into Arrow once, checked.  The reader is sized by the file's longest line, which the
-pre-check finds (:func:`longest_line`).
+into Arrow once, checked: the reader yields :class:`~kiana.load.batches.ScreenedBatch`
+es.  The reader is sized by the file's longest line, which the pre-check finds
+(:func:`longest_line`).
 
 Any other file (and every gzip or ``.json`` file) keeps the Python reader.  Line
 numbers come from the order of the rows: the reading cursor preserves insertion order
@@ -41,9 +43,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kiana.errors import InputError
-from kiana.load import sources
-from kiana.load.sources import Batch, InputFile
-from kiana.load.store import read_sql
+from kiana.load.batches import ScreenedBatch
+from kiana.load.fast import reading_sql
+from kiana.load.limits import DEFAULT_LIMITS, LoadLimits
+from kiana.load.parse import candidates
+from kiana.load.sources import InputFile
+
+__all__ = ["eligible", "file_batches", "longest_line"]
 
 _DELIMITER = "\x01"
 _NULL = "\x02"
@@ -51,8 +57,6 @@ _NULL = "\x02"
 _FORBIDDEN = (b"\r", b"\x00", _DELIMITER.encode(), _NULL.encode())
 _BOM = b"\xef\xbb\xbf"
 _NEWLINE = 10
-#: Rows per Arrow record batch fetched from the reading cursor.
-_CHUNK_ROWS = 4096
 
 
 def _utf8(data: bytes | memoryview) -> bool:
@@ -66,19 +70,19 @@ def _utf8(data: bytes | memoryview) -> bool:
     return True
 
 
-def eligible(item: InputFile) -> bool:
+def eligible(item: InputFile, limits: LoadLimits = DEFAULT_LIMITS) -> bool:
     """Whether DuckDB's reader gives exactly the Python reader's records for the file."""
-    return longest_line(item) is not None
+    return longest_line(item, limits) is not None
 
 
-def longest_line(item: InputFile) -> int | None:
+def longest_line(item: InputFile, limits: LoadLimits = DEFAULT_LIMITS) -> int | None:
     """The bytes of the file's longest line when DuckDB's reader gives exactly the
     Python reader's records for it (:func:`eligible`), else ``None``.  DuckDB's reader
     is sized by it: a buffer of a few lines' size hands the first rows on sooner (and
     with less work) than one sized for the largest document allowed (100k JSONL: the
     first rows after 0.07 s instead of 0.24 s).
 
-    Per block of :data:`~kiana.load.sources.BLOCK_BYTES`: four ``memchr`` scans for the
+    Per block of ``limits.block_bytes``: four ``memchr`` scans for the
     forbidden bytes, the newline positions with numpy (empty lines, line lengths, a BOM
     after a newline), and Arrow's UTF-8 validation of the whole lines (a character
     never spans a newline), only for a block that is not pure ASCII.  No block is
@@ -86,15 +90,15 @@ def longest_line(item: InputFile) -> int | None:
     """
     if item.gzipped or item.kind != "jsonl":
         return None
-    limit = sources.MAX_DOCUMENT_BYTES
+    limit = limits.max_line_bytes
     longest = 0
     tail = b"\n"  # the last bytes read, as if the file followed a newline
     carry = b""  # the bytes after the last newline so far (the line in progress)
     content = False
     # One buffer and one array of newline flags, filled again for each block: fresh
     # memory per block cost a page fault per 4 KiB (100k JSONL: 0.155 -> 0.10 s).
-    buffer = bytearray(sources.BLOCK_BYTES)
-    flags = np.empty(sources.BLOCK_BYTES, dtype=bool)
+    buffer = bytearray(limits.block_bytes)
+    flags = np.empty(limits.block_bytes, dtype=bool)
     try:
         with open(item.path, "rb", buffering=0) as handle:
             while size := handle.readinto(buffer):
@@ -156,7 +160,9 @@ _MIN_LINE_BYTES = 1 << 20
 _MIN_BUFFER_BYTES = 4 << 20
 
 
-def _reader(cursor: duckdb.DuckDBPyConnection, path: str, longest: int) -> pa.RecordBatchReader:
+def _reader(
+    cursor: duckdb.DuckDBPyConnection, path: str, longest: int, chunk_rows: int
+) -> pa.RecordBatchReader:
     cursor.execute("SET SESSION preserve_insertion_order = true")
     limit = max(longest + 1024, _MIN_LINE_BYTES)
     buffer = max(2 * limit, _MIN_BUFFER_BYTES)
@@ -170,45 +176,59 @@ def _reader(cursor: duckdb.DuckDBPyConnection, path: str, longest: int) -> pa.Re
             nullstr = '{_NULL}', new_line = '\\n', strict_mode = false,
             max_line_size = {limit}, buffer_size = {buffer})
     )"""
-    query = read_sql(lines, "text, problem")
+    query = reading_sql(lines)
     reader: pa.RecordBatchReader = cursor.sql(query, params={"path": path}).to_arrow_reader(
-        _CHUNK_ROWS
+        chunk_rows
     )
     return reader
 
 
-def _batch(source: str, pending: list[pa.Table]) -> Batch:
+def _batch(source: str, pending: list[pa.Table]) -> ScreenedBatch:
+    """The reading query's rows of one batch as candidate documents (numbered ``rec``)."""
     table = pa.concat_tables(pending)  # zero-copy: DuckDB scans the chunks as they are
-    return Batch.from_arrow(
-        table.add_column(0, "source", pa.array([source] * table.num_rows, pa.string()))
-    )
+    count = table.num_rows
+    table = table.add_column(0, "source", pa.array([source] * count, pa.string()))
+    table = table.add_column(0, "rec", pa.array(range(count), pa.int64()))
+    return ScreenedBatch(candidates(table))
 
 
-def _chunks(reader: duckdb.DuckDBPyConnection, path: str, longest: int) -> Iterator[pa.RecordBatch]:
+def _chunks(
+    reader: duckdb.DuckDBPyConnection, path: str, longest: int, chunk_rows: int
+) -> Iterator[pa.RecordBatch]:
     """The reading query's record batches.  The pre-check passed the file, so DuckDB
     refusing its input means the file changed in between (a line now longer than the
-    reader was sized for, a byte the pre-check excludes): the load stops, rolled back."""
+    reader was sized for, a byte the pre-check excludes): the load stops, rolled back.
+    DuckDB raises the refusal itself when it comes with the first rows, and through the
+    Arrow stream (an ``OSError`` with DuckDB's message) when it comes later."""
     try:
-        yield from _reader(reader, path, longest)
-    except duckdb.InvalidInputException as exc:
+        yield from _reader(reader, path, longest, chunk_rows)
+    except (duckdb.InvalidInputException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        if not isinstance(exc, duckdb.InvalidInputException) and not first.startswith(
+            "Invalid Input Error"
+        ):
+            raise
         raise InputError(
-            f"{path}: the file changed while kiana read it ({str(exc).splitlines()[0]})",
+            f"{path}: the file changed while kiana read it ({first})",
             hint="load it again once it is complete; nothing of this load was written",
         ) from exc
 
 
 def file_batches(
-    reader: duckdb.DuckDBPyConnection, item: InputFile, longest: int
-) -> Iterator[Batch]:
+    reader: duckdb.DuckDBPyConnection,
+    item: InputFile,
+    longest: int,
+    limits: LoadLimits = DEFAULT_LIMITS,
+) -> Iterator[ScreenedBatch]:
     """The records of an :func:`eligible` file (``longest``: its :func:`longest_line`) in
-    bounded batches, read by DuckDB on ``reader``, a connection for reading only (its
-    session keeps insertion order)."""
+    bounded batches, parsed and screened, read by DuckDB on ``reader``, a connection for
+    reading only (its session keeps insertion order)."""
     source = str(item.path)
     line = 0  # lines read so far
     pending: list[pa.Table] = []
     rows = nbytes = 0
-    limit = min(sources.FIRST_BATCH_RECORDS, sources.BATCH_RECORDS)
-    for chunk in _chunks(reader, source, longest):
+    limit = limits.first_batch
+    for chunk in _chunks(reader, source, longest, limits.chunk_rows):
         count = chunk.num_rows
         text = chunk.column("text")
         numbers = pa.array(range(line + 1, line + 1 + count), pa.int64())
@@ -226,9 +246,9 @@ def file_batches(
             rows += piece.num_rows
             for column in ("doc", "text"):  # the text only of lines that are no JSON
                 nbytes += int(pc.sum(pc.binary_length(piece.column(column))).as_py() or 0)
-            if rows >= limit or nbytes >= sources.BATCH_BYTES:
+            if rows >= limit or nbytes >= limits.batch_bytes:
                 yield _batch(source, pending)
                 pending, rows, nbytes = [], 0, 0
-                limit = sources.BATCH_RECORDS
+                limit = limits.batch_records
     if rows:
         yield _batch(source, pending)

@@ -17,46 +17,29 @@ from __future__ import annotations
 import codecs
 import glob
 import gzip
+import json
 import os
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal, NamedTuple
-
-import pyarrow as pa
+from typing import IO, Any, Literal, NamedTuple
 
 from kiana.errors import InputError
-from kiana.load.validate import MAX_DOCUMENT_BYTES
+from kiana.load.batches import RawBatch
+from kiana.load.limits import DEFAULT_LIMITS, LoadLimits
 
 __all__ = [
-    "BATCH_BYTES",
-    "BATCH_RECORDS",
-    "BLOCK_BYTES",
-    "FIRST_BATCH_RECORDS",
-    "MAX_DOCUMENT_BYTES",
-    "MAX_JSON_FILE_BYTES",
-    "Batch",
     "InputFile",
+    "RawRecords",
     "Record",
     "batches",
     "classify",
+    "document_batches",
     "expand",
     "file_records",
 ]
 
 Kind = Literal["json", "jsonl"]
-
-#: A whole .json file (possibly an array of documents) larger than this is rejected:
-#: such corpora should be JSONL, which streams.
-MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
-BATCH_RECORDS = 32_000
-#: The first batch (of a load's run of Python-read files, of each file DuckDB reads) is
-#: smaller, so that the checks and the storing start sooner (100k JSONL: ~2%).
-FIRST_BATCH_RECORDS = 4_096
-BATCH_BYTES = 48 * 1024 * 1024
-#: JSONL files are read in blocks of about this size, cut at the last newline.
-BLOCK_BYTES = 4 * 1024 * 1024
 
 _SUFFIXES: dict[str, Kind] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _GLOB_CHARS = set("*?[")
@@ -72,51 +55,16 @@ class InputFile(NamedTuple):
     gzipped: bool
 
 
-@dataclass
-class Batch:
-    """Columns of raw records, ready to hand to DuckDB: Python lists filled by
-    :meth:`add`, or an Arrow table (``source``, ``line``, ``text``, ``problem``) that
-    DuckDB read itself (:mod:`kiana.load.native`)."""
+class RawRecords:
+    """The records of the batch being read, as columns of Python lists, until
+    :meth:`batch` hands them on as a :class:`~kiana.load.batches.RawBatch`."""
 
-    source: list[str] = field(default_factory=list)
-    line: list[int | None] = field(default_factory=list)
-    # str, or UTF-8 bytes already checked: Arrow copies those as they are, where a str
-    # that is not ASCII would first need its UTF-8 form made
-    text: list[str | bytes | None] = field(default_factory=list)
-    problem: list[str | None] = field(default_factory=list)
-    nbytes: int = 0
-    arrow: pa.Table | None = None
-
-    @classmethod
-    def from_arrow(cls, table: pa.Table) -> Batch:
-        return cls(arrow=table)
-
-    def table(self) -> pa.Table:
-        """The records as an Arrow table, numbered by ``rec`` from 0."""
-        if self.arrow is not None:
-            return self.arrow.add_column(0, "rec", pa.array(range(self.arrow.num_rows), pa.int64()))
-        return pa.table(
-            {
-                "rec": pa.array(range(len(self)), pa.int64()),
-                "source": pa.array(self.source, pa.string()),
-                "line": pa.array(self.line, pa.int64()),
-                # as bytes, then checked as UTF-8 at once: 15x quicker than str from a list
-                "text": pa.array(self.text, pa.binary()).cast(pa.string()),
-                "problem": pa.array(self.problem, pa.string()),
-            }
-        )
-
-    def text_at(self, rec: int) -> str | None:
-        if self.arrow is not None:
-            value: str | None = self.arrow.column("text")[rec].as_py()
-            return value
-        text = self.text[rec]
-        return text.decode("utf-8") if isinstance(text, bytes) else text
-
-    def sources(self) -> set[str]:
-        if self.arrow is not None:
-            return {str(s) for s in self.arrow.column("source").unique().to_pylist()}
-        return set(self.source)
+    def __init__(self) -> None:
+        self.source: list[str] = []
+        self.line: list[int | None] = []
+        self.text: list[str | bytes | None] = []
+        self.problem: list[str | None] = []
+        self.nbytes = 0
 
     def add(
         self, source: str, line: int | None, text: str | bytes | None, problem: str | None
@@ -128,7 +76,10 @@ class Batch:
         self.nbytes += len(text) if text else 0
 
     def __len__(self) -> int:
-        return self.arrow.num_rows if self.arrow is not None else len(self.source)
+        return len(self.source)
+
+    def batch(self) -> RawBatch:
+        return RawBatch(self.source, self.line, self.text, self.problem)
 
 
 #: ``_kind`` of each lower-case suffix kiana reads (``.json``, ``.json.gz``, ...).
@@ -260,50 +211,52 @@ def _decode(data: bytes) -> tuple[str | None, str | None]:
     return text, None
 
 
-def _read_plain(path: str) -> bytes | int:
+def _read_plain(path: str, limits: LoadLimits) -> bytes | int:
     """A plain file's bytes, or its size when that is over the limit for a .json file.
     ``os.open``/``os.read`` rather than ``open()``: a third less time per small file."""
+    most = limits.max_json_file_bytes
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
-        if size > MAX_JSON_FILE_BYTES:
+        if size > most:
             return size
         # ask for the file's size first (read(n) allocates n bytes), then in blocks up to
         # the limit while there is more (a file that grew since fstat)
         parts = [os.read(fd, size + 1)]
         got = len(parts[0])
-        while size < got <= MAX_JSON_FILE_BYTES and parts[-1]:
-            parts.append(os.read(fd, min(BLOCK_BYTES, MAX_JSON_FILE_BYTES + 1 - got)))
+        while size < got <= most and parts[-1]:
+            parts.append(os.read(fd, min(limits.block_bytes, most + 1 - got)))
             got += len(parts[-1])
     finally:
         os.close(fd)
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _json_records(item: InputFile, source: str) -> Iterator[Record]:
+def _json_records(item: InputFile, source: str, limits: LoadLimits) -> Iterator[Record]:
+    most = limits.max_json_file_bytes
     if item.gzipped:
         with _open(item) as handle:
-            data: bytes | int = handle.read(MAX_JSON_FILE_BYTES + 1)
+            data: bytes | int = handle.read(most + 1)
     else:
-        data = _read_plain(item.path)
+        data = _read_plain(item.path, limits)
     if isinstance(data, int):
         yield (
             source,
             None,
             None,
             (
-                f"file is {data >> 20} MiB, over the {MAX_JSON_FILE_BYTES >> 20} MiB limit "
+                f"file is {data >> 20} MiB, over the {most >> 20} MiB limit "
                 "for a .json file; write large corpora as JSONL"
             ),
         )
         return
-    if len(data) > MAX_JSON_FILE_BYTES:
+    if len(data) > most:
         yield (
             source,
             None,
             None,
             (
-                f"file is over the {MAX_JSON_FILE_BYTES >> 20} MiB limit for a .json file; "
+                f"file is over the {most >> 20} MiB limit for a .json file; "
                 "write large corpora as JSONL"
             ),
         )
@@ -313,25 +266,21 @@ def _json_records(item: InputFile, source: str) -> Iterator[Record]:
         return
     body = data[3:] if data.startswith(codecs.BOM_UTF8) else data
     try:
-        body.decode("utf-8")  # checked here, handed on as bytes (see Batch.text)
+        body.decode("utf-8")  # checked here, handed on as bytes (see RawBatch)
     except UnicodeDecodeError:
         yield source, None, None, _decode(data)[1]
         return
     yield source, None, body, None
 
 
-def _oversize(source: str, number: int) -> Record:
-    return (
-        source,
-        number,
-        None,
-        f"line is over the {MAX_DOCUMENT_BYTES >> 20} MiB limit for one document",
-    )
+def _oversize(source: str, number: int, limit: int) -> Record:
+    return source, number, None, f"line is over the {limit >> 20} MiB limit for one document"
 
 
-def _lines(chunk: bytes, source: str, first: int) -> Iterator[Record]:
+def _lines(chunk: bytes, source: str, first: int, limit: int) -> Iterator[Record]:
     """The records of ``chunk`` (whole lines, without the last newline), numbered from
-    ``first``, as UTF-8 bytes (see :attr:`Batch.text`).  The chunk is checked at once;
+    ``first``, as UTF-8 bytes (see :class:`~kiana.load.batches.RawBatch`); a line over
+    ``limit`` bytes is rejected.  The chunk is checked at once;
     only a chunk with bytes that are not UTF-8 is decoded line by line, to say which
     line and byte."""
     try:
@@ -340,8 +289,8 @@ def _lines(chunk: bytes, source: str, first: int) -> Iterator[Record]:
     except UnicodeDecodeError:
         valid = False
     for number, raw in enumerate(chunk.split(b"\n"), first):
-        if len(raw) > MAX_DOCUMENT_BYTES:
-            yield _oversize(source, number)
+        if len(raw) > limit:
+            yield _oversize(source, number, limit)
         elif not raw.strip(b" \t\r\x0b\x0c"):
             continue  # a blank line
         elif valid:
@@ -351,16 +300,17 @@ def _lines(chunk: bytes, source: str, first: int) -> Iterator[Record]:
             yield source, number, text, problem
 
 
-def _jsonl_records(item: InputFile, source: str) -> Iterator[Record]:
+def _jsonl_records(item: InputFile, source: str, limits: LoadLimits) -> Iterator[Record]:
     """One record per non-blank line, read in blocks of whole lines (a line over the
     size limit is skipped without holding it in memory, and rejected)."""
+    limit = limits.max_line_bytes
     any_line = False
     number = 0  # lines seen so far
     with _open(item) as handle:
         pending = b""  # the start of a line whose end is not read yet
         skipping = False  # inside an oversized line
         while True:
-            block = handle.read(BLOCK_BYTES)
+            block = handle.read(limits.block_bytes)
             if not block:
                 break
             if skipping:
@@ -373,35 +323,35 @@ def _jsonl_records(item: InputFile, source: str) -> Iterator[Record]:
             cut = data.rfind(b"\n")
             if cut < 0:
                 pending = data
-                if len(pending) > MAX_DOCUMENT_BYTES:
+                if len(pending) > limit:
                     number += 1
                     any_line = True
-                    yield _oversize(source, number)
+                    yield _oversize(source, number, limit)
                     pending = b""
                     skipping = True
                 continue
             pending = data[cut + 1 :]
             chunk = data[:cut]
-            for record in _lines(chunk, source, number + 1):
+            for record in _lines(chunk, source, number + 1, limit):
                 any_line = True
                 yield record
             number += chunk.count(b"\n") + 1
         if pending:
-            for record in _lines(pending, source, number + 1):
+            for record in _lines(pending, source, number + 1, limit):
                 any_line = True
                 yield record
     if not any_line:
         yield source, None, None, "empty file: no document in it"
 
 
-def file_records(item: InputFile) -> Iterator[Record]:
+def file_records(item: InputFile, limits: LoadLimits = DEFAULT_LIMITS) -> Iterator[Record]:
     """The records of one file, read by Python (any kind, gzip or not)."""
     source = str(item.path)
     try:
         if item.kind == "json":
-            yield from _json_records(item, source)
+            yield from _json_records(item, source, limits)
         else:
-            yield from _jsonl_records(item, source)
+            yield from _jsonl_records(item, source, limits)
     except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
         yield source, None, None, f"corrupt gzip stream ({exc or 'truncated'})"
     except OSError as exc:
@@ -410,17 +360,38 @@ def file_records(item: InputFile) -> Iterator[Record]:
         ) from exc
 
 
-def batches(files: Iterable[InputFile]) -> Iterator[Batch]:
+def batches(files: Iterable[InputFile], limits: LoadLimits = DEFAULT_LIMITS) -> Iterator[RawBatch]:
     """Every record of every file, read by Python, in bounded batches (records of
     consecutive files share a batch)."""
-    batch = Batch()
-    limit = min(FIRST_BATCH_RECORDS, BATCH_RECORDS)
+    records = RawRecords()
+    limit = limits.first_batch
     for item in files:
-        for source, line, text, problem in file_records(item):
-            batch.add(source, line, text, problem)
-            if len(batch) >= limit or batch.nbytes >= BATCH_BYTES:
-                yield batch
-                batch = Batch()
-                limit = BATCH_RECORDS
-    if len(batch):
-        yield batch
+        for source, line, text, problem in file_records(item, limits):
+            records.add(source, line, text, problem)
+            if len(records) >= limit or records.nbytes >= limits.batch_bytes:
+                yield records.batch()
+                records = RawRecords()
+                limit = limits.batch_records
+    if len(records):
+        yield records.batch()
+
+
+def document_batches(
+    documents: Iterable[Any], source: str, limits: LoadLimits = DEFAULT_LIMITS
+) -> Iterator[RawBatch]:
+    """Documents already in memory (dicts), as records named ``source:N`` (N counting
+    from 1), in batches of ``limits.batch_records``; one that is not serialisable as JSON
+    is a record with that problem."""
+    records = RawRecords()
+    for number, document in enumerate(documents, start=1):
+        try:
+            text: str | None = json.dumps(document, ensure_ascii=False, allow_nan=True)
+            problem = None
+        except (TypeError, ValueError) as exc:
+            text, problem = None, f"not serialisable as JSON: {exc}"
+        records.add(source, number, text, problem)
+        if len(records) >= limits.batch_records:
+            yield records.batch()
+            records = RawRecords()
+    if len(records):
+        yield records.batch()

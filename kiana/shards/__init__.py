@@ -47,7 +47,7 @@ from kiana.shards.runs import (
     write_origins,
 )
 from kiana.stats import CodeChanges, Judgement, JudgeOptions, judge
-from kiana.stats.versions import check_baseline
+from kiana.stats.versions import check_baseline, version_table
 
 __all__ = [
     "Judged",
@@ -148,12 +148,13 @@ def _duckdb_share(con: duckdb.DuckDBPyConnection, share: int = DUCKDB_SHARE) -> 
 
 
 def _versions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """The versions of the judgeable runs (passed, with a median), for the baseline check."""
-    frame: pl.DataFrame = con.sql(
-        "SELECT DISTINCT liger_version FROM runs "
-        "WHERE status = 'passed' AND median IS NOT NULL AND NOT isnan(median) ORDER BY 1"
+    """The version table of the judgeable runs (passed, with a median), oldest first,
+    for the baseline check (:func:`kiana.stats.versions.version_table`)."""
+    firsts: pl.DataFrame = con.sql(
+        "SELECT liger_version, min(observed_at) AS observed_at FROM runs "
+        "WHERE status = 'passed' AND median IS NOT NULL AND NOT isnan(median) GROUP BY 1"
     ).pl()
-    return frame
+    return version_table(firsts)
 
 
 def judge_shard(

@@ -12,8 +12,7 @@ import pytest
 
 import kiana.errors
 import kiana.load
-import kiana.load.sources
-import kiana.load.store
+from kiana.load import LoadLimits
 from tests.conftest import SEEDS, write_json, write_jsonl
 
 Doc = dict[str, Any]
@@ -57,16 +56,12 @@ def test_same_document_under_another_name_and_layout_is_stored_once(
 
 
 def test_a_run_repeated_in_a_later_batch_of_one_load_is_stored_once(
-    tmp_path: Path,
-    con: duckdb.DuckDBPyConnection,
-    seed: Callable[[], Doc],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]
 ) -> None:
     """Runs this load stored are not scanned again (kiana.load.store.Seen keeps them)."""
     docs = _versions(seed, 5)
-    monkeypatch.setattr(kiana.load.sources, "BATCH_RECORDS", 2)
     write_jsonl(tmp_path / "a.jsonl", [*docs, docs[0], docs[4], docs[2]])
-    summary = kiana.load.load(con, [tmp_path / "a.jsonl"])
+    summary = kiana.load.load(con, [tmp_path / "a.jsonl"], limits=LoadLimits(batch_records=2))
     assert (summary.read, summary.loaded, summary.already_present) == (8, 5, 3)
     assert con.execute("SELECT count(DISTINCT run_id), count(*) FROM runs").fetchall() == [(5, 5)]
 
@@ -91,28 +86,23 @@ def test_read_equals_loaded_plus_present_plus_rejected(
 
 
 def test_interrupted_load_leaves_nothing(
-    tmp_path: Path,
-    con: duckdb.DuckDBPyConnection,
-    seed: Callable[[], Doc],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]
 ) -> None:
+    """Interrupted after its second batch is stored: nothing of it stays."""
     write_jsonl(tmp_path / "x.jsonl", _versions(seed, 5))
-    monkeypatch.setattr(kiana.load.sources, "BATCH_RECORDS", 2)
-    calls = {"n": 0}
-    real = kiana.load.store.store_batch
+    limits = LoadLimits(batch_records=2, first_batch_records=2)
+    stored: list[int] = []
 
-    def failing(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 2:
+    def interrupting(files: int, total: int, documents: int) -> None:
+        stored.append(documents)
+        if len(stored) == 2:
             raise KeyboardInterrupt
-        return real(*args, **kwargs)
 
-    monkeypatch.setattr(kiana.load, "store_batch", failing)
     with pytest.raises(KeyboardInterrupt):
-        kiana.load.load(con, [tmp_path / "x.jsonl"])
+        kiana.load.load(con, [tmp_path / "x.jsonl"], limits=limits, progress=interrupting)
+    assert stored == [2, 4]
     assert _count(con, "runs") == 0 and _count(con, "loads") == 0
-    monkeypatch.setattr(kiana.load, "store_batch", real)
-    assert kiana.load.load(con, [tmp_path / "x.jsonl"]).loaded == 5
+    assert kiana.load.load(con, [tmp_path / "x.jsonl"], limits=limits).loaded == 5
 
 
 def test_file_database_persists_between_connections(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import kiana.load
 from kiana.errors import InputError
-from kiana.load import native, sources
+from kiana.load import native, pipeline, sources
+from kiana.load.limits import DEFAULT_LIMITS, LoadLimits
 from tests import reliability as rel
 
 _TABLES = {
@@ -34,12 +35,18 @@ _TABLES = {
 }
 
 
-def _tables(paths: list[Path], *, allow_native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _tables(
+    paths: list[Path],
+    *,
+    allow_native: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    limits: LoadLimits = DEFAULT_LIMITS,
+) -> Any:
     with monkeypatch.context() as patch:
         if not allow_native:
-            patch.setattr(native, "longest_line", lambda item: None)
+            patch.setattr(pipeline, "longest_line", lambda item, limits: None)
         con = kiana.load.connect(None)
-        summary = kiana.load.load(con, paths)
+        summary = kiana.load.load(con, paths, limits=limits)
         out = {
             name: sorted(
                 con.execute(f"SELECT {columns} FROM {name}").fetchall(), key=lambda r: repr(r)
@@ -51,9 +58,11 @@ def _tables(paths: list[Path], *, allow_native: bool, monkeypatch: pytest.Monkey
     return counts, out
 
 
-def _same(paths: list[Path], monkeypatch: pytest.MonkeyPatch) -> Any:
-    python = _tables(paths, allow_native=False, monkeypatch=monkeypatch)
-    duck = _tables(paths, allow_native=True, monkeypatch=monkeypatch)
+def _same(
+    paths: list[Path], monkeypatch: pytest.MonkeyPatch, limits: LoadLimits = DEFAULT_LIMITS
+) -> Any:
+    python = _tables(paths, allow_native=False, monkeypatch=monkeypatch, limits=limits)
+    duck = _tables(paths, allow_native=True, monkeypatch=monkeypatch, limits=limits)
     assert duck == python
     return duck
 
@@ -62,10 +71,10 @@ def _docs(start: int, count: int) -> list[str]:
     return [json.dumps(rel.make_document(n)) for n in range(start, start + count)]
 
 
-def _eligible(path: Path) -> bool:
+def _eligible(path: Path, limits: LoadLimits = DEFAULT_LIMITS) -> bool:
     item = sources.classify(path)
     assert item is not None
-    return native.eligible(item)
+    return native.eligible(item, limits)
 
 
 def test_clean_file_takes_the_duckdb_reader_and_matches(
@@ -144,24 +153,22 @@ def test_mixed_good_and_bad_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_batches_split_within_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "many.jsonl"
     path.write_text("\n".join(_docs(0, 50)) + "\n" + "\n".join(_docs(0, 5)) + "\n")
-    monkeypatch.setattr(sources, "BATCH_RECORDS", 7)
-    monkeypatch.setattr(native, "_CHUNK_ROWS", 3)
-    counts, tables = _same([path], monkeypatch)
+    limits = LoadLimits(batch_records=7, chunk_rows=3)
+    counts, tables = _same([path], monkeypatch, limits)
     assert counts == (55, 50, 5, 0)
     sources_seen = {value for row in tables["runs"] for value in row if isinstance(value, str)}
     assert {f"{path}:{n}" for n in range(1, 51)} <= sources_seen
 
 
 def test_oversized_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sources, "MAX_DOCUMENT_BYTES", 4000)
-    monkeypatch.setattr(sources, "BLOCK_BYTES", 1024)
+    limits = LoadLimits(max_line_bytes=4000, block_bytes=1024)
     path = tmp_path / "big.jsonl"
     path.write_text("\n".join([*_docs(0, 2), '{"pad": "' + "x" * 5000 + '"}', *_docs(2, 2)]))
-    assert not _eligible(path)
-    _same([path], monkeypatch)
+    assert not _eligible(path, limits)
+    _same([path], monkeypatch, limits)
     short = tmp_path / "short.jsonl"
     short.write_text("\n".join(_docs(0, 3)))
-    assert _eligible(short)
+    assert _eligible(short, limits)
 
 
 def test_run_ids_hashed_from_arrow_are_duckdbs() -> None:
@@ -188,9 +195,9 @@ def test_only_what_duckdb_cannot_take_is_read_by_python(
     by_python: list[str] = []
     original = sources.file_records
 
-    def spy(item: sources.InputFile) -> Any:
+    def spy(item: sources.InputFile, limits: LoadLimits) -> Any:
         by_python.append(os.path.basename(item.path))
-        return original(item)
+        return original(item, limits)
 
     monkeypatch.setattr(sources, "file_records", spy)
     summary = kiana.load.load(kiana.load.connect(None), [tmp_path])
@@ -251,13 +258,11 @@ def test_eligible_agrees_with_the_slow_reference(
     path = tmp_path_factory.mktemp("eligible") / "f.jsonl"
     path.write_bytes(data)
     limit = 12
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sources, "BLOCK_BYTES", block)  # boundaries everywhere
-        patch.setattr(sources, "MAX_DOCUMENT_BYTES", limit)
-        expected = _longest_line_reference(data, limit)
-        assert _eligible(path) is (expected is not None)
-        item = sources.classify(path)
-        assert item is not None and native.longest_line(item) == expected
+    limits = LoadLimits(block_bytes=block, max_line_bytes=limit)  # boundaries everywhere
+    expected = _longest_line_reference(data, limit)
+    assert _eligible(path, limits) is (expected is not None)
+    item = sources.classify(path)
+    assert item is not None and native.longest_line(item, limits) == expected
 
 
 def test_a_file_that_changed_after_the_pre_check_stops_the_load(
@@ -268,7 +273,7 @@ def test_a_file_that_changed_after_the_pre_check_stops_the_load(
     lines[1] = json.dumps({"note": "x" * (2 << 20)})  # a line of 2 MiB
     path.write_text("\n".join(lines) + "\n")
     # as if the long line was written after the pre-check measured the file
-    monkeypatch.setattr(native, "longest_line", lambda item: 100)
+    monkeypatch.setattr(pipeline, "longest_line", lambda item, limits: 100)
     con = kiana.load.connect(None)
     with pytest.raises(InputError, match=r"growing\.jsonl: the file changed while kiana read it"):
         kiana.load.load(con, [path])

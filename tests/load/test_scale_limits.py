@@ -56,12 +56,10 @@ STREAM_BATCH_BYTES = 16 << 20
 
 _RSS_CHILD = f"""
 import resource, sys
-import kiana.load.sources
-kiana.load.sources.BATCH_BYTES = {STREAM_BATCH_BYTES}
-from kiana.cli import main
-code = main(["load", sys.argv[1], "--db", ":memory:", "-q"])
+import kiana.load
+limits = kiana.load.LoadLimits(batch_bytes={STREAM_BATCH_BYTES})
+kiana.load.load(kiana.load.connect(None), [sys.argv[1]], limits=limits)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-sys.exit(code)
 """
 
 
