@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 import duckdb
@@ -74,12 +74,23 @@ def judge_all(
     max_runs: int | None = None,
     spill: bool = True,
     code_changes: CodeChanges | None = None,
+    full: bool = False,
+    store: bool = True,
 ) -> Judged:
     """Judge every run behind ``con``, shard by shard (see the module docstring).
     ``max_runs``: runs per shard (default :func:`kiana.shards.runs.budget`);
     ``code_changes``: as :func:`kiana.stats.judge` takes it (it goes to each shard's
-    worker process, so it must pickle)."""
+    worker process, so it must pickle).  On a database file, the judgement is stored
+    in it and, after a load, only what the new sessions touch is judged again
+    (:func:`kiana.shards.incremental.judge_stored`; ``store=False`` never writes,
+    ``full`` judges everything again); a read-only database reads its stored
+    judgement when it is current, and is judged here otherwise."""
+    from kiana.shards.incremental import judge_stored
+
     options = options or JudgeOptions()
+    stored = judge_stored(con, options, code_changes, full=full, write=store, max_runs=max_runs)
+    if stored is not None:
+        return stored
     judged = Judged(spill=spill)
     for index, runs in enumerate(
         shard_inputs(con, options, max_runs=max_runs, folder=judged.folder)
@@ -98,14 +109,18 @@ def shard_inputs(
     *,
     max_runs: int | None = None,
     folder: Callable[[], Path],
+    only: Collection[str] | None = None,
 ) -> Iterator[pl.DataFrame | Path]:
-    """Each shard's runs (:func:`plan`): in memory when there is one shard, else written
-    to a Parquet file under ``folder()`` for a worker process, one shard at a time (every
-    run's origin read once first, DuckDB's memory held low meanwhile)."""
+    """Each shard's runs (:func:`plan`; ``only``: of the GPUs named): in memory when
+    there is one shard, else written to a Parquet file under ``folder()`` for a worker
+    process, one shard at a time (every run's origin read once first, DuckDB's memory
+    held low meanwhile)."""
     check_baseline_of(con, options)
-    shards = plan(con, max_runs=max_runs)
+    shards = plan(con, max_runs=max_runs, only=only)
+    if only is not None and not shards:
+        return
     if len(shards) <= 1:
-        yield shard_runs(con)
+        yield shard_runs(con, shards[0] if only is not None and shards else None)
         return
     with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as scratch:
         origins = write_origins(con, Path(scratch))

@@ -50,6 +50,7 @@ from kiana.vocabulary import LIGER, LIGER_PREFIX, SERIES_KEYS, SESSION_SCOPE
 if TYPE_CHECKING:
     import duckdb
 
+    from kiana.shards.stored import StoredJudged
     from kiana.stats import CodeChanges, JudgeOptions
 
 
@@ -125,12 +126,15 @@ def cut(
         return None, None
     joined = ordered.filter(pl.col("last_observed_at") >= t - options.session_gap)
     if joined.height:
-        t = min(t, joined["session_start"].min())  # type: ignore[type-var]
+        earliest: datetime = joined["session_start"].min()  # type: ignore[assignment]
+        t = min(t, earliest)
     before = ordered.filter(pl.col("session_start") < t)
     last = before.group_by(SERIES_KEYS).agg(pl.col("session_start").last())
     d = midnight(min([t, *last["session_start"].to_list()]))
-    ahead = ordered.filter(pl.col("session_start") < d).group_by(SERIES_KEYS).agg(
-        pl.col("session_start").tail(2).first()
+    ahead = (
+        ordered.filter(pl.col("session_start") < d)
+        .group_by(SERIES_KEYS)
+        .agg(pl.col("session_start").tail(2).first())
     )
     d2 = midnight(min([d, *ahead["session_start"].to_list()]))
     return d, d2
@@ -198,40 +202,66 @@ def owned(frame: pl.DataFrame, regions: list[Region], column: str) -> pl.DataFra
     its ``own`` (every row of the kernel when None)."""
     table = regions_frame(regions).select("gpu", "kernel", pl.col("own").alias("_own"))
     joined = frame.join(table, on=["gpu", "kernel"], how="inner", maintain_order="left")
-    return joined.filter(pl.col("_own").is_null() | (pl.col(column) >= pl.col("_own"))).drop(
-        "_own"
-    )
+    return joined.filter(pl.col("_own").is_null() | (pl.col(column) >= pl.col("_own"))).drop("_own")
 
 
 def update(
-    con: duckdb.DuckDBPyConnection, options: JudgeOptions, code_changes: CodeChanges | None
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    code_changes: CodeChanges | None,
+    *,
+    max_runs: int | None = None,
 ) -> str:
     """Bring the stored judgement up to the runs of ``con`` (module docstring), in one
     transaction; what was re-judged, in words."""
-    from kiana.shards import splice, store
+    from kiana.shards import store
 
     new = sorted(set(store.loads(con)) - set(store.stored_loads(con)))
     fresh = fresh_runs(con, new)
-    known = {str(g) for (g,) in con.execute("SELECT gpu FROM judged_gpus").fetchall()}
     gpus = sorted(set(fresh["gpu"].to_list()))
-    together = unbased(con, gpus)
     con.execute("BEGIN TRANSACTION")
     try:
-        whole = [g for g in gpus if g not in known]
-        regions: list[Region] = []
-        for gpu in (g for g in gpus if g in known):
-            points = splice.stored_points(con, gpu)
-            mine = fresh.filter(pl.col("gpu") == gpu)
-            regions += plan_gpu(points, mine, options, together=gpu in together)
-        judged, more = splice.judge_regions(con, regions, options, code_changes)
-        whole += more
-        for gpu in sorted(set(whole)):
-            splice.rejudge_gpu(con, gpu, options, code_changes)
-        note = splice.note(regions, whole, judged)
-        store.finish(con, options, splice.gpu_counts(con, regions, whole, judged), gpus)
+        store.rejudge(con, options, code_changes, gpus, max_runs=max_runs)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return note
+    return f"stored judgement updated: {len(gpus)} GPU(s) judged again in full"
 
+
+def judge_stored(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    code_changes: CodeChanges | None,
+    *,
+    full: bool = False,
+    write: bool = True,
+    max_runs: int | None = None,
+) -> StoredJudged | None:
+    """The stored judgement of ``con``, brought up to date when it may be written
+    (``write`` and a database file opened for writing): read as it is when current,
+    updated after new loads (:func:`update`), judged again in full and stored when
+    missing, made with other options or code changes, resting on runs no longer there,
+    or when ``full``.  None when the judgement must be made in memory instead: a
+    read-only (or in-memory) database whose stored judgement is not current, ``full``
+    without writing, or code changes kiana cannot name (:func:`kiana.shards.store.key`)."""
+    from kiana.shards import store
+    from kiana.shards.stored import StoredJudged
+
+    can_write = write and store.writable(con)
+    if not can_write:
+        if full or not store.exists(con):
+            return None
+        current = store.status(con, options, code_changes) == "current"
+        return StoredJudged(con, options, "the stored judgement, read") if current else None
+    status = store.status(con, options, code_changes)
+    if status == "unstorable":
+        return None
+    if full or status in ("missing", "other", "invalid"):
+        store.rebuild(con, options, code_changes, max_runs=max_runs)
+        note = "judged in full and stored"
+    elif status == "stale":
+        note = update(con, options, code_changes, max_runs=max_runs)
+    else:
+        note = "the stored judgement, read"
+    return StoredJudged(con, options, note)

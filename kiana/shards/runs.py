@@ -20,6 +20,7 @@ is a shard of its own: the peak is set by the largest GPU, not by the database.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,11 +73,19 @@ def budget(con: duckdb.DuckDBPyConnection) -> int:
     return max(1, min(SHARD_RUNS, limit // BYTES_PER_RUN))
 
 
-def plan(con: duckdb.DuckDBPyConnection, *, max_runs: int | None = None) -> list[Shard]:
+def plan(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    max_runs: int | None = None,
+    only: Collection[str] | None = None,
+) -> list[Shard]:
     """The shards of the runs behind ``con``: consecutive GPUs (by name) packed up to
-    ``max_runs`` runs (default :func:`budget`); a larger GPU alone."""
+    ``max_runs`` runs (default :func:`budget`); a larger GPU alone.  ``only``: the
+    GPUs named there (every GPU when None)."""
     limit = budget(con) if max_runs is None else max_runs
     rows = con.execute("SELECT gpu, count(*) FROM runs GROUP BY gpu ORDER BY gpu").fetchall()
+    if only is not None:
+        rows = [(gpu, count) for gpu, count in rows if gpu in set(only)]
     shards: list[Shard] = []
     gpus: list[str] = []
     size = 0

@@ -277,13 +277,34 @@ def rebuild(
         raise
 
 
+def rejudge(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    code_changes: CodeChanges | None,
+    gpus: list[str],
+    *,
+    max_runs: int | None = None,
+) -> None:
+    """Judge the runs of ``gpus`` again in full and replace their stored rows (inside
+    the caller's transaction): exact, since nothing the judge computes crosses GPUs."""
+    if not gpus:
+        return
+    for table in TABLES:
+        con.execute(f"DELETE FROM {table} WHERE gpu IN (SELECT unnest($g))", {"g": gpus})
+    rows = list(_judge_units(con, options, code_changes, max_runs, gpus))
+    judged = pl.concat(rows) if rows else pl.DataFrame(schema=GPU_SCHEMA)
+    finish(con, options, judged, gpus)
+
+
 def _judge_units(
     con: duckdb.DuckDBPyConnection,
     options: JudgeOptions,
     code_changes: CodeChanges | None,
     max_runs: int | None,
+    only: list[str] | None = None,
 ) -> Iterator[pl.DataFrame]:
-    """Judge and insert every shard; yield each one's :attr:`Unit.gpus`."""
+    """Judge and insert every shard (of the GPUs ``only`` names); yield each one's
+    :attr:`Unit.gpus`."""
     import shutil
     import tempfile
 
@@ -293,7 +314,7 @@ def _judge_units(
     folder = Path(tempfile.mkdtemp(prefix="kiana-store-"))
     try:
         for index, runs in enumerate(
-            shard_inputs(con, options, max_runs=max_runs, folder=lambda: folder)
+            shard_inputs(con, options, max_runs=max_runs, folder=lambda: folder, only=only)
         ):
             if isinstance(runs, pl.DataFrame):
                 unit = judge_unit(runs, options, code_changes)[1]
