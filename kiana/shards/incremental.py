@@ -8,44 +8,40 @@ metric between the same two sittings: versions, origins and **days**), whose
 posterior sets its noise; the GPU-wide control of partitions without a baseline (the
 same versions and days); and the steps before and after it in its series (an outlier
 is a session off and back).  Everything but the neighbours is keyed by the days of its
-two sessions, so a *day* is the unit of the cut.  Per (GPU, kernel), with ``t`` the
-first new run (or the session it joins):
+two sessions, so a *day* is the unit of the cut.  Per GPU, with ``t`` the first new
+run (or the start of the stored session it joins):
 
-* ``D``: midnight of the day of the last point before ``t`` of any of the kernel's
-  series.  Every step whose value can change starts at or after ``D`` (a new session,
-  a step it replaces, or a step of the same sitting group); every step whose verdict
-  can change *ends* at or after ``D`` (the step before a changed one too).  These
-  steps, their findings (a sweep shares its sessions), outlier and A/A rows are
+* ``D``: midnight of the earliest of ``t`` and, in every series with new runs, the
+  last point before ``t``.  Every step whose value can change starts at or after
+  ``D`` (a new session, or a step of the same sitting group or day); every step whose
+  verdict can change *ends* at or after ``D`` (the step before a changed one too).
+  These steps, their findings (a sweep shares its sessions), outlier and A/A rows are
   re-judged and replace the stored ones.
 * ``D2``: midnight of the day two points before the first point at or after ``D``, in
-  every series: the re-judged steps' neighbours and their sitting groups need the
-  sessions from there on.  The runs of sessions starting at or after ``D2`` are judged
-  (:func:`kiana.stats.judge`, with the GPU's stored calibration); session points from
-  ``D2`` on replace the stored ones.
+  every series with a point at or after ``D``: the re-judged steps' neighbours and
+  their sitting groups need the sessions from there on.  The runs of the GPU's
+  sessions starting at or after ``D2`` are judged (:func:`kiana.stats.judge`, with the
+  GPU's stored calibration) and spliced in (:func:`kiana.shards.splice.splice_gpu`,
+  which checks the window against what is stored where both overlap).
 
-Change points resume (:mod:`kiana.shards.creep`) on series whose stored points are a
-prefix of the new ones, and are searched again on the others.
-
-What is judged again in full instead (exact anyway, only slower): a GPU new to the
-store; a GPU whose calibration changes (:func:`kiana.stats.calfit.prefix_cut`: its
-steps reach the next rung, or a step at or before its cut is added or removed); a GPU
-whose version order changes for labels already judged; a kernel whose series are not in
-time order around the cut (a later label measured earlier), or judged with
-``--baseline`` (every session against one: a whole series); a GPU with a partition
-without baselines is cut once for all its kernels (its GPU-wide controls cross them),
-and re-judged in full if a region sees a partition without the baselines it has.
+Change points are searched again on the partitions whose points changed.  What is
+judged again in full instead (exact anyway, only slower): a GPU new to the store; a
+GPU whose calibration would change (:func:`kiana.stats.calfit.prefix_size`: its steps
+reach the next rung, or ``D`` is at or before the calibration's cut); a GPU whose
+version labels would be ordered otherwise, or whose series are not in time order (a
+later label measured earlier: the window cannot tell where new points go); and every
+GPU judged with ``--baseline`` (every session against one: a whole series).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from kiana.stats.sessions import SESSION_FORMAT, assign_sessions
-from kiana.vocabulary import LIGER, LIGER_PREFIX, SERIES_KEYS, SESSION_SCOPE
+from kiana.stats.sessions import assign_sessions
+from kiana.vocabulary import SERIES_KEYS, SESSION_SCOPE
 
 if TYPE_CHECKING:
     import duckdb
@@ -54,90 +50,51 @@ if TYPE_CHECKING:
     from kiana.stats import CodeChanges, JudgeOptions
 
 
-@dataclass(frozen=True)
-class Region:
-    """What one (GPU, kernel) re-judges: steps ending at or after ``own``, from the
-    sessions starting at or after ``since`` (both None: the whole kernel)."""
-
-    gpu: str
-    kernel: str
-    own: datetime | None
-    since: datetime | None
-
-    @property
-    def own_id(self) -> str | None:
-        """``own`` as a session id (``2026-06-16T00:00:00Z``), to compare with them."""
-        return None if self.own is None else self.own.strftime(SESSION_FORMAT)
-
-
 def midnight(moment: datetime) -> datetime:
     return moment.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def fresh_runs(con: duckdb.DuckDBPyConnection, new: list[int]) -> pl.DataFrame:
-    """Per GPU and kernel, the first run of the loads ``new``."""
+    """Per GPU and series, the first run of the loads ``new``."""
     frame: pl.DataFrame = con.sql(
-        "SELECT gpu, kernel, min(observed_at) AS first FROM runs "
+        "SELECT gpu, partition_id, provider, metric, min(observed_at) AS first FROM runs "
         "WHERE load_id IN (SELECT unnest($loads)) GROUP BY ALL ORDER BY ALL",
         params={"loads": new},
     ).pl()
     return frame
 
 
-def unbased(con: duckdb.DuckDBPyConnection, gpus: list[str]) -> set[str]:
-    """The GPUs with a partition of Liger runs and no baseline run."""
-    liger = f"(provider = '{LIGER}' OR starts_with(provider, '{LIGER_PREFIX}'))"
-    rows = con.execute(
-        f"SELECT DISTINCT gpu FROM runs WHERE gpu IN (SELECT unnest($g)) "
-        f"GROUP BY gpu, partition_id HAVING bool_or({liger}) AND NOT bool_or(NOT {liger})",
-        {"g": gpus},
-    ).fetchall()
-    return {str(r[0]) for r in rows}
-
-
-def plan_gpu(
-    points: pl.DataFrame, fresh: pl.DataFrame, options: JudgeOptions, *, together: bool
-) -> list[Region]:
-    """The regions of one GPU (module docstring): ``points`` its stored session points,
-    ``fresh`` its new runs' first time per kernel; ``together``: one cut for every kernel
-    (a partition without baselines: GPU-wide controls)."""
-    gpu = str(fresh["gpu"][0])
-    kernels = sorted({*fresh["kernel"].to_list(), *points["kernel"].unique().to_list()})
-    first = dict(fresh.select("kernel", "first").iter_rows())
-    groups = [kernels] if together else [[k] for k in kernels if k in first]
-    regions: list[Region] = []
-    for group in groups:
-        mine = points.filter(pl.col("kernel").is_in(group))
-        t = min(first[k] for k in group if k in first)
-        own, since = cut(mine, t, options)
-        regions += [Region(gpu, k, own, since) for k in group]
-    return regions
-
-
 def cut(
-    points: pl.DataFrame, t: datetime, options: JudgeOptions
-) -> tuple[datetime | None, datetime | None]:
-    """``(D, D2)`` of the module docstring for a kernel's stored ``points`` and its
-    first new run ``t``; ``(None, None)``: the whole kernel."""
-    if options.baseline is not None or points.height == 0:
-        return None, None
+    points: pl.DataFrame, fresh: pl.DataFrame, options: JudgeOptions
+) -> tuple[datetime, datetime] | None:
+    """``(D, D2)`` of the module docstring for a GPU's stored ``points`` and its new
+    runs' series (``fresh``: :func:`fresh_runs` of the GPU); None: the whole GPU."""
+    if options.baseline is not None or points.height == 0 or fresh.height == 0:
+        return None
     ordered = points.sort(*SERIES_KEYS, "position")
     if not _monotone(ordered):
-        return None, None
+        return None
+    t: datetime = fresh["first"].min()  # type: ignore[assignment]
     joined = ordered.filter(pl.col("last_observed_at") >= t - options.session_gap)
     if joined.height:
         earliest: datetime = joined["session_start"].min()  # type: ignore[assignment]
         t = min(t, earliest)
-    before = ordered.filter(pl.col("session_start") < t)
-    last = before.group_by(SERIES_KEYS).agg(pl.col("session_start").last())
+    keys = list(SERIES_KEYS)
+    touched = ordered.join(fresh.select(keys).unique(), on=keys, how="semi")
+    last = (
+        touched.filter(pl.col("session_start") < t)
+        .group_by(keys)
+        .agg(pl.col("session_start").last())
+    )
     d = midnight(min([t, *last["session_start"].to_list()]))
+    live = ordered.filter(pl.col("session_start") >= d).select(keys).unique()
     ahead = (
-        ordered.filter(pl.col("session_start") < d)
-        .group_by(SERIES_KEYS)
+        ordered.join(live, on=keys, how="semi")
+        .filter(pl.col("session_start") < d)
+        .group_by(keys)
         .agg(pl.col("session_start").tail(2).first())
     )
-    d2 = midnight(min([d, *ahead["session_start"].to_list()]))
-    return d, d2
+    return d, midnight(min([d, *ahead["session_start"].to_list()]))
 
 
 def _monotone(ordered: pl.DataFrame) -> bool:
@@ -150,59 +107,31 @@ def _monotone(ordered: pl.DataFrame) -> bool:
     return not bool(steps)
 
 
-def region_runs(
-    con: duckdb.DuckDBPyConnection, regions: list[Region], options: JudgeOptions
+def window_runs(
+    con: duckdb.DuckDBPyConnection, gpu: str, since: datetime, options: JudgeOptions
 ) -> pl.DataFrame:
-    """The judgeable runs of every session starting at or after each region's
-    ``since`` (read from ``since`` less twice the session gap, so that the sessions
-    starting from ``since`` on come out whole)."""
+    """The judgeable runs of ``gpu``'s sessions starting at or after ``since`` (read
+    from ``since`` less twice the session gap, so that those sessions come out whole)."""
     from kiana.shards.runs import shard_runs
 
-    margin = 2 * options.session_gap
-    table = pl.DataFrame(
-        [(r.gpu, r.kernel, r.since, None if r.since is None else r.since - margin) for r in regions],
-        schema={"gpu": pl.String, "kernel": pl.String, "since": pl.Datetime("us"),
-                "read_from": pl.Datetime("us")},
-        orient="row",
-    )  # fmt: skip
-    con.register("_kiana_regions", table.select("gpu", "kernel", "read_from"))
-    try:
-        runs = shard_runs(
-            con,
-            where="EXISTS (SELECT 1 FROM _kiana_regions g WHERE g.gpu = runs.gpu AND "
-            "g.kernel = runs.kernel AND (g.read_from IS NULL OR runs.observed_at >= g.read_from))",
-        )
-    finally:
-        con.unregister("_kiana_regions")
+    runs = shard_runs(
+        con,
+        where="gpu = $gpu AND observed_at >= $start",
+        params={"gpu": gpu, "start": since - 2 * options.session_gap},
+    )
     runs = runs.with_columns(pl.col("median").cast(pl.Float64).fill_nan(None)).filter(
         (pl.col("status") == "passed") & pl.col("median").is_not_null()
     )
     indexed = runs.with_row_index("_i")
     sessions = assign_sessions(
         indexed.select("_i", *SESSION_SCOPE, "origin", "observed_at"), options.session_gap
-    ).join(table.select("gpu", "kernel", "since"), on=["gpu", "kernel"])
-    keep = sessions.filter(
-        pl.col("since").is_null() | (pl.col("session_start") >= pl.col("since"))
-    )["_i"].sort()
-    return runs.with_row_index("_i").filter(pl.col("_i").is_in(keep.implode())).drop("_i")
+    )
+    keep = sessions.filter(pl.col("session_start") >= since)["_i"].sort()
+    return indexed.filter(pl.col("_i").is_in(keep.implode())).drop("_i")
 
 
-def regions_frame(regions: list[Region]) -> pl.DataFrame:
-    """One row per region: ``gpu``, ``kernel``, ``own`` (a session id), ``since``."""
-    return pl.DataFrame(
-        [(r.gpu, r.kernel, r.own_id, r.since) for r in regions],
-        schema={"gpu": pl.String, "kernel": pl.String, "own": pl.String,
-                "since": pl.Datetime("us")},
-        orient="row",
-    )  # fmt: skip
-
-
-def owned(frame: pl.DataFrame, regions: list[Region], column: str) -> pl.DataFrame:
-    """The rows of ``frame`` a region re-judges: ``column`` (a session id) at or after
-    its ``own`` (every row of the kernel when None)."""
-    table = regions_frame(regions).select("gpu", "kernel", pl.col("own").alias("_own"))
-    joined = frame.join(table, on=["gpu", "kernel"], how="inner", maintain_order="left")
-    return joined.filter(pl.col("_own").is_null() | (pl.col(column) >= pl.col("_own"))).drop("_own")
+#: Splice new sessions into a GPU's stored judgement (False: re-judge touched GPUs whole).
+SPLICE = True
 
 
 def update(
@@ -215,18 +144,36 @@ def update(
     """Bring the stored judgement up to the runs of ``con`` (module docstring), in one
     transaction; what was re-judged, in words."""
     from kiana.shards import store
+    from kiana.shards.splice import splice_gpu, stored
+    from kiana.shards.unit import GPU_SCHEMA
 
     new = sorted(set(store.loads(con)) - set(store.stored_loads(con)))
     fresh = fresh_runs(con, new)
     gpus = sorted(set(fresh["gpu"].to_list()))
+    known = {str(g) for (g,) in con.execute("SELECT gpu FROM judged_gpus").fetchall()}
+    spliced: list[str] = []
     con.execute("BEGIN TRANSACTION")
     try:
-        store.rejudge(con, options, code_changes, gpus, max_runs=max_runs)
+        for gpu in (g for g in gpus if g in known and SPLICE):
+            mine = fresh.filter(pl.col("gpu") == gpu)
+            found = cut(stored(con, "judged_points", gpu), mine, options)
+            if found is None:
+                continue
+            window = window_runs(con, gpu, found[1], options)
+            if splice_gpu(con, gpu, window, found, options, code_changes):
+                spliced.append(gpu)
+        whole = [g for g in gpus if g not in spliced]
+        store.rejudge(con, options, code_changes, whole, max_runs=max_runs)
+        if not whole:  # every GPU spliced: the loads still need recording
+            store.finish(con, options, pl.DataFrame(schema=GPU_SCHEMA), [])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return f"stored judgement updated: {len(gpus)} GPU(s) judged again in full"
+    return (
+        f"stored judgement updated: {len(spliced)} GPU(s) from their newest sessions, "
+        f"{len(whole)} judged again in full"
+    )
 
 
 def judge_stored(

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from kiana.stats import CodeChanges, Coverage, JudgeOptions
 
 #: Bumped whenever what is stored changes meaning: older stored judgements are rebuilt.
-STORE_VERSION = 1
+STORE_VERSION = 2
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",

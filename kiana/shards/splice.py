@@ -1,0 +1,217 @@
+"""One GPU's stored judgement brought up to a new load by judging only its newest
+sessions (the window of :mod:`kiana.shards.incremental`) and splicing them in.
+
+:func:`splice_gpu` judges the runs of the sessions starting at or after ``D2`` with the
+GPU's stored calibration, checks that the window reproduces what is stored where both
+overlap (the points from ``D2`` to ``D``: the same sessions, positions, levels and
+noise) and that nothing moved that the window cannot see (the calibration's steps and
+cut, the order of the version labels, a series' sessions in time order), then replaces
+every stored row of the GPU from ``D`` on (steps, findings, outliers, A/A steps,
+points) with the window's, and searches the change points of the partitions whose
+points changed again.  Anything it cannot vouch for returns False: the caller judges
+the GPU again in full (:func:`kiana.shards.store.rejudge`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from kiana.shards import creep
+from kiana.shards.unit import POS, changepoint_rows, cp_series, judge_unit, segments
+from kiana.stats.calfit import prefix_size
+from kiana.stats.calibration import Calibration
+from kiana.stats.sessions import SESSION_FORMAT
+from kiana.vocabulary import SERIES_KEYS
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from kiana.stats import CodeChanges, JudgeOptions
+
+#: What must agree between the stored points and the window's where both have them.
+_SAME = ("session", "origin", "liger_version", "position", "cp_index", "n_runs", "conflict",
+         "log_median", "sigma")  # fmt: skip
+_JUDGEABLE = "status = 'passed' AND median IS NOT NULL AND NOT isnan(median)"
+
+
+def stored(con: duckdb.DuckDBPyConnection, table: str, gpu: str) -> pl.DataFrame:
+    frame: pl.DataFrame = con.sql(f"SELECT * FROM {table} WHERE gpu = $g", params={"g": gpu}).pl()
+    return frame
+
+
+def splice_gpu(
+    con: duckdb.DuckDBPyConnection,
+    gpu: str,
+    window: pl.DataFrame,
+    cut: tuple[datetime, datetime],
+    options: JudgeOptions,
+    code_changes: CodeChanges | None,
+) -> bool:
+    """Splice the judgement of ``window`` (the runs of ``gpu``'s sessions starting at
+    or after ``D2``) into the stored one from ``D`` on (module docstring); False when it
+    cannot be vouched for (nothing was written then)."""
+    own, since = cut
+    (row,) = (
+        con.sql("SELECT * FROM judged_gpus WHERE gpu = $g", params={"g": gpu}).pl().rows(named=True)
+    )
+    if row["cut"] is None or own <= row["cut"] or window.height == 0:
+        return False
+    calibration = Calibration(stored(con, "judged_calibration", gpu))
+    plain = dataclasses.replace(options, changepoints=False)
+    _, unit = judge_unit(window, plain, code_changes, calibration)
+    old_points = stored(con, "judged_points", gpu)
+    offsets = _offsets(old_points, since)
+    points = _shift(unit.points, offsets, "position", "cp_index")
+    if not _overlap_agrees(old_points, points, since, own) or not _ranks_agree(con, gpu, window):
+        return False
+    own_id = own.strftime(SESSION_FORMAT)
+    old_steps = con.execute(
+        "SELECT (SELECT count(*) FROM judged_steps WHERE gpu = $g AND to_session >= $o) + "
+        "(SELECT count(*) FROM judged_aa WHERE gpu = $g AND to_session >= $o), "
+        "(SELECT count(*) FROM judged_steps WHERE gpu = $g) + "
+        "(SELECT count(*) FROM judged_aa WHERE gpu = $g)",
+        {"g": gpu, "o": own_id},
+    ).fetchall()[0]
+    if int(old_steps[1]) != int(row["steps"]):
+        return False
+    new_steps = _since(unit.steps, "to_session", own_id).height
+    new_steps += _since(unit.aa, "to_session", own_id).height
+    steps = int(row["steps"]) - int(old_steps[0]) + new_steps
+    if prefix_size(steps) != int(row["prefix"]):
+        return False
+    _replace(con, gpu, own, unit, offsets, points)
+    _changepoints(con, gpu, points.filter(pl.col("session_start") >= own), options)
+    (judged,) = con.execute(
+        f"SELECT count(*) FROM runs WHERE gpu = $g AND {_JUDGEABLE}", {"g": gpu}
+    ).fetchall()[0]
+    gpus = pl.DataFrame(
+        [{"gpu": gpu, "steps": steps, "prefix": row["prefix"], "cut": row["cut"],
+          "runs_judged": int(judged)}],
+        schema=unit.gpus.schema,
+    )  # fmt: skip
+    from kiana.shards.store import finish
+
+    finish(con, options, gpus, [gpu])
+    return True
+
+
+def _since(frame: pl.DataFrame, column: str, own_id: str) -> pl.DataFrame:
+    return frame.filter(pl.col(column) >= own_id)
+
+
+def _offsets(points: pl.DataFrame, since: datetime) -> pl.DataFrame:
+    """Per series, the stored points before ``since`` (all, and those with a level):
+    what the window's positions and change-point indices start after."""
+    before = points.filter(pl.col("session_start") < since)
+    return before.group_by(SERIES_KEYS).agg(
+        pl.len().cast(pl.Int64).alias("_at"),
+        pl.col("cp_index").is_not_null().sum().cast(pl.Int64).alias("_cp"),
+    )
+
+
+def _shift(frame: pl.DataFrame, offsets: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """``frame`` with its series' positions (``columns``: a position, then optionally a
+    change-point index) moved past the stored points before the window."""
+    joined = frame.join(offsets, on=list(SERIES_KEYS), how="left", maintain_order="left")
+    moved = [pl.col(columns[0]) + pl.col("_at").fill_null(0)]
+    if len(columns) > 1:
+        moved.append(pl.col(columns[1]) + pl.col("_cp").fill_null(0))
+    return joined.with_columns(moved).drop("_at", "_cp")
+
+
+def _overlap_agrees(old: pl.DataFrame, new: pl.DataFrame, since: datetime, own: datetime) -> bool:
+    """Whether the window's points before ``own`` are exactly the stored ones from
+    ``since`` to ``own``, and every window point from ``own`` on comes after them in
+    its series (its sessions in the same order as their times)."""
+    key = [*SERIES_KEYS, "session_start"]
+    mid = (pl.col("session_start") >= since) & (pl.col("session_start") < own)
+    a = old.filter(mid).select(*key, *_SAME).sort(key)
+    b = new.filter(pl.col("session_start") < own).select(*key, *_SAME).sort(key)
+    if not a.equals(b):
+        return False
+    kept = (
+        old.filter(pl.col("session_start") < own)
+        .group_by(SERIES_KEYS)
+        .agg(pl.col("position").max().alias("_last"))
+    )
+    later = new.filter(pl.col("session_start") >= own).join(kept, on=list(SERIES_KEYS), how="left")
+    if later.filter(pl.col("position") <= pl.col("_last")).height:
+        return False
+    ordered = new.sort(*SERIES_KEYS, "position")
+    back = ordered.select((pl.col("session_start").diff().over(SERIES_KEYS) < pl.duration()).any())
+    return not bool(back.item())
+
+
+def _ranks_agree(con: duckdb.DuckDBPyConnection, gpu: str, window: pl.DataFrame) -> bool:
+    """Whether the window's version labels are in the order the GPU's runs give them."""
+    from kiana.stats.versions import version_table
+
+    firsts = con.sql(
+        f"SELECT liger_version, observed_at FROM runs WHERE gpu = $g AND {_JUDGEABLE}",
+        params={"g": gpu},
+    ).pl()
+    whole = version_table(firsts)
+    mine = version_table(window.select("liger_version", "observed_at"))
+    ranks = mine.join(whole, on="liger_version", how="left").sort("version_rank")
+    return (
+        bool(ranks["version_rank_right"].is_sorted())
+        and ranks["version_rank_right"].null_count() == 0
+    )
+
+
+def _replace(
+    con: duckdb.DuckDBPyConnection,
+    gpu: str,
+    own: datetime,
+    unit: object,
+    offsets: pl.DataFrame,
+    points: pl.DataFrame,
+) -> None:
+    """Every stored row of ``gpu`` from ``own`` on replaced with the window's."""
+    from kiana.shards.store import insert
+
+    own_id = own.strftime(SESSION_FORMAT)
+    params = {"g": gpu, "o": own_id}
+    for table, column in (
+        ("judged_steps", "to_session"),
+        ("judged_findings", "to_session"),
+        ("judged_aa", "to_session"),
+        ("judged_outliers", "session"),
+    ):
+        con.execute(f"DELETE FROM {table} WHERE gpu = $g AND {column} >= $o", params)
+        frame = _since(getattr(unit, table.removeprefix("judged_")), column, own_id)
+        if POS in frame.columns:
+            frame = _shift(frame, offsets, POS)
+        insert(con, table, frame)
+    con.execute(
+        "DELETE FROM judged_points WHERE gpu = $g AND session_start >= $t", {"g": gpu, "t": own}
+    )
+    insert(con, "judged_points", points.filter(pl.col("session_start") >= own))
+
+
+def _changepoints(
+    con: duckdb.DuckDBPyConnection, gpu: str, changed: pl.DataFrame, options: JudgeOptions
+) -> None:
+    """The change points (and search states) of every partition with a changed point,
+    searched again on its stored points (as :func:`kiana.shards.unit.judge_unit` does)."""
+    parts = changed["partition_id"].unique().to_list()
+    if not parts:
+        return
+    params = {"g": gpu, "p": parts}
+    where = "gpu = $g AND partition_id IN (SELECT unnest($p))"
+    for table in ("judged_changepoints", "judged_segments"):
+        con.execute(f"DELETE FROM {table} WHERE {where}", params)
+    if not options.changepoints:
+        return
+    points = con.sql(f"SELECT * FROM judged_points WHERE {where}", params=params).pl()
+    values, noise, heads = cp_series(points)
+    starts = [(s, 0) for s, v in enumerate(values) if v.size >= options.changepoint_min_points]
+    found = creep.search(values, noise, starts, options)
+    from kiana.shards.store import insert
+
+    insert(con, "judged_segments", segments(heads, found))
+    insert(con, "judged_changepoints", changepoint_rows(heads, values, found))
