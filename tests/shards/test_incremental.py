@@ -19,7 +19,7 @@ import kiana.load
 from kiana.generate import CorpusConfig, generate
 from kiana.shards import Judged, judge_all, store
 from kiana.shards.stored import StoredJudged
-from kiana.stats import JudgeOptions
+from kiana.stats import JudgeOptions, calfit
 from tests.conftest import ROOT
 
 OPTIONS = JudgeOptions()
@@ -146,6 +146,40 @@ def test_other_options_are_judged_again(
     judged = judge_all(db, other)
     assert isinstance(judged, StoredJudged) and judged.note == "judged in full and stored"
     assert_frame_equal(judged.findings, judge_all(db, other, full=True, store=False).findings)
+
+
+@pytest.fixture
+def small_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calibrations fitted on a prefix of each GPU's steps from 100 steps on (8,192 in
+    use), so that the generated history's loads take the paths a large database takes."""
+    monkeypatch.setattr(calfit, "FULL_STEPS", 100)
+
+
+@pytest.mark.heavy
+@pytest.mark.usefixtures("small_prefix")
+def test_newest_sessions_are_spliced(
+    db: duckdb.DuckDBPyConnection, history_docs: list[Any]
+) -> None:
+    """The last 3% of a history: its GPU's calibration is unchanged (same rung, its cut
+    before the new sessions), so only its newest sessions are judged again."""
+    spliced = "stored judgement updated: 1 GPU(s) from their newest sessions, 0 judged"
+    load_and_check(db, _split(history_docs, 0.97), ["judged in full", spliced])
+
+
+@pytest.mark.heavy
+@pytest.mark.usefixtures("small_prefix")
+def test_a_calibration_change_then_spliced_then_older(
+    db: duckdb.DuckDBPyConnection, history_docs: list[Any]
+) -> None:
+    """Four loads: the history's GPU goes from 54 to 150 steps (its calibration moves
+    to the next rung: judged again in full), then to 198 (same rung, cut before the new
+    sessions: spliced), then the oldest 5% arrive last (judged again in full)."""
+    n = len(history_docs)
+    spans = [(0.05, 0.85), (0.85, 0.95), (0.95, 1.0), (0.0, 0.05)]
+    parts = [history_docs[int(n * a) : int(n * b)] for a, b in spans]
+    again = "stored judgement updated: 0 GPU(s) from their newest sessions"
+    spliced = "stored judgement updated: 1 GPU(s) from their newest sessions"
+    load_and_check(db, parts, ["judged in full", again, spliced, again])
 
 
 def _tables(path: Path) -> dict[str, int]:
