@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,22 @@ def test_an_in_memory_database_stores_nothing(history_docs: list[Any]) -> None:
     judged = judge_all(con, OPTIONS)
     assert not isinstance(judged, StoredJudged)
     assert not store.exists(con)
+
+
+@pytest.mark.heavy
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_gate_never_writes_a_judgement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate judges in a database of its own, in memory: nothing of the store is
+    ever called to write (each writer raises here), and its verdict stands."""
+    from kiana.culprits.gate import gate
+    from tests.culprits.test_gate import base_repo, slower_pr
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the gate wrote a stored judgement")
+
+    for name in ("create", "rebuild", "rejudge", "insert", "insert_unit", "finish"):
+        monkeypatch.setattr(store, name, refuse)
+    repo = base_repo(tmp_path / "Liger-Kernel")
+    slower_pr(repo)
+    result = gate(repo.path, "main", "pr")
+    assert result.exit_code == 1 and result.regressions.height == 1
