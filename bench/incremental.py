@@ -10,11 +10,13 @@ split by each run's ``observedAt`` into the oldest 99% (``base/``) and the newes
 (``new/``: the next commits of the history, as CI would add them), cached under
 ``bench/out/incremental/<size>/``.  The base is loaded into a database and judged once
 (``kiana regressions``: the judgement stored); each round copies that database, loads
-``new/`` into the copy (timed apart: ``load``), then times ``kiana regressions --json``
-(the stored judgement updated: ``incremental``) and, on another copy with the same two
-loads, ``kiana regressions --json --full`` (``full``).  Both outputs' findings must be
-identical (checked); the ratio incremental / full is printed and appended to
-``bench/out/incremental/results.jsonl``.
+``new/`` into the copy (timed apart: ``load``), then times ``kiana regressions`` (the
+stored judgement updated: ``incremental``) and, on another copy with the same two
+loads, ``kiana regressions --full`` (``full``), both under ``/usr/bin/time -v``.  The
+table output, not ``--json``: the JSON of every step (~1.7 GB at 1M) costs the same
+whichever way the judgement was made.  Both databases' stored findings must be
+identical (checked, the same rows in the same order); the ratios incremental / full
+(wall and CPU seconds) are printed and appended to ``bench/out/incremental/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -83,9 +85,20 @@ def _observed(line: bytes) -> bytes:
     return found.group(1)
 
 
-def _findings(path: Path) -> list[Any]:
-    found: list[Any] = json.loads(path.read_text())["findings"]
-    return found
+def _findings(db: Path) -> Any:
+    """The findings stored in ``db`` (read-only: its stored judgement, current)."""
+    sys.path.insert(0, str(HERE.parent))
+    import kiana.load
+    from kiana.shards import judge_all
+    from kiana.shards.stored import StoredJudged
+
+    con = kiana.load.connect(db, read_only=True)
+    try:
+        judged = judge_all(con)
+        assert isinstance(judged, StoredJudged), "the stored judgement is not current"
+        return judged.findings
+    finally:
+        con.close()
 
 
 def measure(size: str, base: Path, new: Path, rounds: int) -> list[dict[str, Any]]:
@@ -97,31 +110,28 @@ def measure(size: str, base: Path, new: Path, rounds: int) -> list[dict[str, Any
         scratch.unlink(missing_ok=True)
         print(f"loading and judging the base into {stored} ...", flush=True)
         timed([*KIANA, "load", str(base), "--db", str(scratch), "--quiet"])
-        first = timed([*KIANA, "regressions", "--db", str(scratch), "--json"])
+        first = timed([*KIANA, "regressions", "--db", str(scratch)])
         print(f"  base judged and stored: {first['seconds']} s", flush=True)
         scratch.rename(stored)
     for index in range(rounds):
         row: dict[str, Any] = {"size": size, "round": index, "at": time.strftime("%Y-%m-%d %H:%M")}
-        outputs: dict[str, Path] = {}
         order = ["incremental", "full"] if index % 2 == 0 else ["full", "incremental"]
+        dbs = {name: OUT / f"work-{name}.duckdb" for name in order}
         for name in order:
-            db = OUT / f"work-{name}.duckdb"
-            shutil.copyfile(stored, db)
-            row[f"load_{name}"] = timed([*KIANA, "load", str(new), "--db", str(db), "--quiet"])
-            outputs[name] = OUT / f"out-{name}.json"
-            extra = ["--full"] if name == "full" else []
-            row[name] = timed(
-                [*KIANA, "regressions", "--db", str(db), "--json", *extra], stdout=outputs[name]
+            shutil.copyfile(stored, dbs[name])
+            row[f"load_{name}"] = timed(
+                [*KIANA, "load", str(new), "--db", str(dbs[name]), "--quiet"]
             )
-            db.unlink()
-        same = _findings(outputs["incremental"]) == _findings(outputs["full"])
-        row["identical_findings"] = same
+            extra = ["--full"] if name == "full" else []
+            row[name] = timed([*KIANA, "regressions", "--db", str(dbs[name]), *extra])
+        row["identical_findings"] = _findings(dbs["incremental"]).equals(_findings(dbs["full"]))
         row["ratio"] = round(row["incremental"]["seconds"] / row["full"]["seconds"], 4)
+        row["cpu_ratio"] = round(row["incremental"]["cpu_seconds"] / row["full"]["cpu_seconds"], 4)
         row["commit"] = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
         ).stdout.strip()
-        for path in outputs.values():
-            path.unlink()
+        for db in dbs.values():
+            db.unlink()
         print(_line(row), flush=True)
         results.append(row)
         with (OUT / "results.jsonl").open("a") as sink:
@@ -133,9 +143,10 @@ def _line(row: dict[str, Any]) -> str:
     inc, full = row["incremental"], row["full"]
     return (
         f"{row['size']} round {row['round']}: +1% load {row['load_incremental']['seconds']} s; "
-        f"incremental {inc['seconds']} s ({inc['tree_peak_bytes'] / 2**30:.2f} GiB), "
-        f"full {full['seconds']} s ({full['tree_peak_bytes'] / 2**30:.2f} GiB): "
-        f"ratio {row['ratio']:.3f} (target <= 0.10); identical findings: "
+        f"incremental {inc['seconds']} s, {inc['cpu_seconds']} s CPU "
+        f"({inc['tree_peak_bytes'] / 2**30:.2f} GiB), full {full['seconds']} s, "
+        f"{full['cpu_seconds']} s CPU ({full['tree_peak_bytes'] / 2**30:.2f} GiB): "
+        f"ratio {row['ratio']:.3f} (CPU {row['cpu_ratio']:.3f}; target <= 0.10); identical findings: "
         f"{row['identical_findings']}; load average {inc['load_average']}"
     )
 
