@@ -248,3 +248,39 @@ def test_the_gate_never_writes_a_judgement(tmp_path: Path, monkeypatch: pytest.M
     slower_pr(repo)
     result = gate(repo.path, "main", "pr")
     assert result.exit_code == 1 and result.regressions.height == 1
+
+
+@pytest.mark.heavy
+def test_regressions_stores_and_reads_while_another_process_reads(
+    tmp_path: Path, history_docs: list[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kiana regressions`` keeps the judgement in ``--db``; while another process holds
+    the file read-only, it opens it read-only too, and reads the stored judgement."""
+    import subprocess
+    import sys
+
+    from kiana.cli import main
+
+    path = tmp_path / "kiana.duckdb"
+    con = kiana.load.connect(path)
+    kiana.load.load_documents(con, history_docs)
+    con.close()
+    assert main(["regressions", "--db", str(path), "--json"]) == 0
+    stored = json.loads(capsys.readouterr().out)["findings"]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], "
+         "read_only=True); print('ready', flush=True); time.sleep(60)", str(path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        assert main(["regressions", "--db", str(path), "--json"]) == 0
+    finally:
+        holder.kill()
+        holder.wait()
+    assert json.loads(capsys.readouterr().out)["findings"] == stored
+    con = kiana.load.connect(path, read_only=True)
+    try:
+        assert store.status(con, OPTIONS, None) == "current"
+    finally:
+        con.close()
