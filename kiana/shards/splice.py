@@ -18,6 +18,7 @@ import dataclasses
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import numpy as np
 import polars as pl
 
 from kiana.shards import creep
@@ -84,7 +85,7 @@ def splice_gpu(
     if prefix_size(steps) != int(row["prefix"]):
         return False
     _replace(con, gpu, own, unit, offsets, points)
-    _changepoints(con, gpu, points.filter(pl.col("session_start") >= own), options)
+    _changepoints(con, gpu, old_points, points.filter(pl.col("session_start") >= own), options)
     (judged,) = con.execute(
         f"SELECT count(*) FROM runs WHERE gpu = $g AND {_JUDGEABLE}", {"g": gpu}
     ).fetchall()[0]
@@ -194,24 +195,79 @@ def _replace(
 
 
 def _changepoints(
-    con: duckdb.DuckDBPyConnection, gpu: str, changed: pl.DataFrame, options: JudgeOptions
+    con: duckdb.DuckDBPyConnection,
+    gpu: str,
+    before: pl.DataFrame,
+    changed: pl.DataFrame,
+    options: JudgeOptions,
 ) -> None:
-    """The change points (and search states) of every partition with a changed point,
-    searched again on its stored points (as :func:`kiana.shards.unit.judge_unit` does)."""
+    """The change points (and search states) of every partition with a changed point:
+    a series whose stored values (``before``: the GPU's points before the splice) are a
+    prefix of its new ones resumes its search (:func:`kiana.shards.creep.resume`), any
+    other is searched again (as :func:`kiana.shards.unit.judge_unit` does)."""
+    from kiana.shards.store import insert
+
     parts = changed["partition_id"].unique().to_list()
     if not parts:
         return
-    params = {"g": gpu, "p": parts}
+    params: dict[str, object] = {"g": gpu, "p": parts}
     where = "gpu = $g AND partition_id IN (SELECT unnest($p))"
+    old = _stored_found(con, where, params, before.filter(pl.col("partition_id").is_in(parts)))
     for table in ("judged_changepoints", "judged_segments"):
         con.execute(f"DELETE FROM {table} WHERE {where}", params)
     if not options.changepoints:
         return
     points = con.sql(f"SELECT * FROM judged_points WHERE {where}", params=params).pl()
     values, noise, heads = cp_series(points)
-    starts = [(s, 0) for s, v in enumerate(values) if v.size >= options.changepoint_min_points]
-    found = creep.search(values, noise, starts, options)
-    from kiana.shards.store import insert
-
+    found: dict[int, creep.Found] = {}
+    starts: list[tuple[int, int]] = []
+    for s, (v, n) in enumerate(zip(values, noise, strict=True)):
+        if v.size < options.changepoint_min_points:
+            continue
+        prior = old.get(tuple(heads[s].head[k] for k in SERIES_KEYS))
+        if prior is not None and _prefix(prior[0], v) and _prefix(prior[1], n):
+            found[s] = creep.resume(prior[2], v, n, prior[0].size, options)
+        else:
+            starts.append((s, 0))
+    found |= creep.search(values, noise, starts, options)
     insert(con, "judged_segments", segments(heads, found))
     insert(con, "judged_changepoints", changepoint_rows(heads, values, found))
+
+
+def _prefix(old: np.ndarray, new: np.ndarray) -> bool:
+    """Whether ``old`` is ``new``'s beginning, bit for bit (NaN where NaN)."""
+    if old.size > new.size:
+        return False
+    head = new[: old.size]
+    return bool(np.array_equal(old, head, equal_nan=True))
+
+
+def _stored_found(
+    con: duckdb.DuckDBPyConnection, where: str, params: dict[str, object], points: pl.DataFrame
+) -> dict[tuple[object, ...], tuple[np.ndarray, np.ndarray, creep.Found]]:
+    """Per series with a stored search state: its stored values, noise and what was
+    found on them (change points and right chain)."""
+    keys = list(SERIES_KEYS)
+    cps = con.sql(
+        f"SELECT {', '.join(keys)}, {creep.INDEX}, p_value FROM judged_changepoints WHERE {where}",
+        params=params,
+    ).pl()
+    found_at: dict[tuple[object, ...], list[tuple[int, float]]] = {}
+    for row in cps.iter_rows():
+        found_at.setdefault(tuple(row[:3]), []).append((int(row[3]), float(row[4])))
+    links = con.sql(f"SELECT * FROM judged_segments WHERE {where}", params=params).pl()
+    chains: dict[tuple[object, ...], list[creep.Link]] = {}
+    for row in links.sort(*keys, "link").iter_rows(named=True):
+        link = creep.Link(row["start"], row["split"], row["p"])
+        link.diag, link.last, link.rows = (
+            None if row[c] is None else np.frombuffer(row[c], dtype=np.float64).copy()
+            for c in ("diag", "last", "rows")
+        )
+        chains.setdefault(tuple(row[k] for k in keys), []).append(link)
+    values, noise, heads = cp_series(points)
+    out = {}
+    for v, n, head in zip(values, noise, heads, strict=True):
+        key = tuple(head.head[k] for k in keys)
+        if key in chains:
+            out[key] = (v, n, creep.Found(sorted(found_at.get(key, [])), chains[key]))
+    return out
