@@ -55,25 +55,50 @@ def midnight(moment: datetime) -> datetime:
 
 
 def fresh_runs(con: duckdb.DuckDBPyConnection, new: list[int]) -> pl.DataFrame:
-    """Per GPU and series, the first run of the loads ``new``."""
+    """Per GPU, kernel and series, the first run of the loads ``new``."""
     frame: pl.DataFrame = con.sql(
-        "SELECT gpu, partition_id, provider, metric, min(observed_at) AS first FROM runs "
+        "SELECT gpu, kernel, partition_id, provider, metric, min(observed_at) AS first FROM runs "
         "WHERE load_id IN (SELECT unnest($loads)) GROUP BY ALL ORDER BY ALL",
         params={"loads": new},
     ).pl()
     return frame
 
 
-def cut(
-    points: pl.DataFrame, fresh: pl.DataFrame, options: JudgeOptions
-) -> tuple[datetime, datetime] | None:
-    """``(D, D2)`` of the module docstring for a GPU's stored ``points`` and its new
-    runs' series (``fresh``: :func:`fresh_runs` of the GPU); None: the whole GPU."""
+#: One row per kernel re-judged: ``kernel``, ``own`` (``D``) and ``since`` (``D2``).
+CUT_SCHEMA: dict[str, pl.DataType] = {
+    "kernel": pl.String(), "own": pl.Datetime("us"), "since": pl.Datetime("us"),
+}  # fmt: skip
+
+
+def cuts(
+    points: pl.DataFrame, fresh: pl.DataFrame, options: JudgeOptions, *, together: bool
+) -> pl.DataFrame | None:
+    """``(D, D2)`` of the module docstring per kernel with new runs, for a GPU's stored
+    ``points`` and its new runs' series (``fresh``: :func:`fresh_runs` of the GPU);
+    ``together``: one cut for every kernel of the GPU (a partition without baselines
+    takes the GPU-wide control, which crosses kernels).  None: the whole GPU."""
     if options.baseline is not None or points.height == 0 or fresh.height == 0:
         return None
     ordered = points.sort(*SERIES_KEYS, "position")
     if not _monotone(ordered):
         return None
+    if together:
+        groups = [sorted({*ordered["kernel"].to_list(), *fresh["kernel"].to_list()})]
+    else:
+        groups = [[k] for k in fresh["kernel"].unique().sort().to_list()]
+    rows = []
+    for group in groups:
+        mine = ordered.filter(pl.col("kernel").is_in(group))
+        found = _cut(mine, fresh.filter(pl.col("kernel").is_in(group)), options)
+        rows += [(k, *found) for k in group]
+    return pl.DataFrame(rows, schema=CUT_SCHEMA, orient="row")
+
+
+def _cut(
+    ordered: pl.DataFrame, fresh: pl.DataFrame, options: JudgeOptions
+) -> tuple[datetime, datetime]:
+    """``(D, D2)`` of one group of kernels: ``ordered`` their stored points (in series
+    order), ``fresh`` their new runs' series and first times."""
     t: datetime = fresh["first"].min()  # type: ignore[assignment]
     joined = ordered.filter(pl.col("last_observed_at") >= t - options.session_gap)
     if joined.height:
@@ -108,26 +133,31 @@ def _monotone(ordered: pl.DataFrame) -> bool:
 
 
 def window_runs(
-    con: duckdb.DuckDBPyConnection, gpu: str, since: datetime, options: JudgeOptions
+    con: duckdb.DuckDBPyConnection, gpu: str, cut: pl.DataFrame, options: JudgeOptions
 ) -> pl.DataFrame:
-    """The judgeable runs of ``gpu``'s sessions starting at or after ``since`` (read
-    from ``since`` less twice the session gap, so that those sessions come out whole)."""
+    """The judgeable runs of ``gpu``'s sessions starting at or after each kernel's
+    ``since`` (:func:`cuts`; read from ``since`` less twice the session gap, so that
+    those sessions come out whole)."""
     from kiana.shards.runs import shard_runs
 
+    margin = 2 * options.session_gap
+    start: datetime = cut["since"].min()  # type: ignore[assignment]
     runs = shard_runs(
         con,
-        where="gpu = $gpu AND observed_at >= $start",
-        params={"gpu": gpu, "start": since - 2 * options.session_gap},
+        where="gpu = $gpu AND observed_at >= $start AND kernel IN (SELECT unnest($kernels))",
+        params={"gpu": gpu, "start": start - margin, "kernels": cut["kernel"].to_list()},
     )
     runs = runs.with_columns(pl.col("median").cast(pl.Float64).fill_nan(None)).filter(
         (pl.col("status") == "passed") & pl.col("median").is_not_null()
     )
+    runs = runs.join(cut.select("kernel", "since"), on="kernel", how="left", maintain_order="left")
+    runs = runs.filter(pl.col("observed_at") >= pl.col("since") - margin)
     indexed = runs.with_row_index("_i")
     sessions = assign_sessions(
-        indexed.select("_i", *SESSION_SCOPE, "origin", "observed_at"), options.session_gap
+        indexed.select("_i", *SESSION_SCOPE, "origin", "observed_at", "since"), options.session_gap
     )
-    keep = sessions.filter(pl.col("session_start") >= since)["_i"].sort()
-    return indexed.filter(pl.col("_i").is_in(keep.implode())).drop("_i")
+    keep = sessions.filter(pl.col("session_start") >= pl.col("since"))["_i"].sort()
+    return indexed.filter(pl.col("_i").is_in(keep.implode())).drop("_i", "since")
 
 
 #: Splice new sessions into a GPU's stored judgement (False: re-judge touched GPUs whole).
@@ -144,7 +174,7 @@ def update(
     """Bring the stored judgement up to the runs of ``con`` (module docstring), in one
     transaction; what was re-judged, in words."""
     from kiana.shards import store
-    from kiana.shards.splice import splice_gpu, stored
+    from kiana.shards.splice import has_baselines, splice_gpu, stored
     from kiana.shards.unit import GPU_SCHEMA
 
     new = sorted(set(store.loads(con)) - set(store.stored_loads(con)))
@@ -155,12 +185,13 @@ def update(
     con.execute("BEGIN TRANSACTION")
     try:
         for gpu in (g for g in gpus if g in known and SPLICE):
-            mine = fresh.filter(pl.col("gpu") == gpu)
-            found = cut(stored(con, "judged_points", gpu), mine, options)
+            points = stored(con, "judged_points", gpu)
+            together = not has_baselines(con, gpu)
+            found = cuts(points, fresh.filter(pl.col("gpu") == gpu), options, together=together)
             if found is None:
                 continue
-            window = window_runs(con, gpu, found[1], options)
-            if splice_gpu(con, gpu, window, found, options, code_changes):
+            window = window_runs(con, gpu, found, options)
+            if splice_gpu(con, gpu, window, found, points, options, code_changes):
                 spliced.append(gpu)
         whole = [g for g in gpus if g not in spliced]
         store.rejudge(con, options, code_changes, whole, max_runs=max_runs)

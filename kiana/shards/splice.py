@@ -15,18 +15,17 @@ the GPU again in full (:func:`kiana.shards.store.rejudge`).
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from kiana.shards import creep
-from kiana.shards.unit import POS, changepoint_rows, cp_series, judge_unit, segments
+from kiana.shards.unit import POS, Unit, changepoint_rows, cp_series, judge_unit, segments
 from kiana.stats.calfit import prefix_size
 from kiana.stats.calibration import Calibration
 from kiana.stats.sessions import SESSION_FORMAT
-from kiana.vocabulary import SERIES_KEYS
+from kiana.vocabulary import LIGER, LIGER_PREFIX, SERIES_KEYS, liger_expr
 
 if TYPE_CHECKING:
     import duckdb
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
 _SAME = ("session", "origin", "liger_version", "position", "cp_index", "n_runs", "conflict",
          "log_median", "sigma")  # fmt: skip
 _JUDGEABLE = "status = 'passed' AND median IS NOT NULL AND NOT isnan(median)"
+_LIGER = f"(provider = '{LIGER}' OR starts_with(provider, '{LIGER_PREFIX}'))"
 
 
 def stored(con: duckdb.DuckDBPyConnection, table: str, gpu: str) -> pl.DataFrame:
@@ -44,48 +44,55 @@ def stored(con: duckdb.DuckDBPyConnection, table: str, gpu: str) -> pl.DataFrame
     return frame
 
 
+def has_baselines(con: duckdb.DuckDBPyConnection, gpu: str) -> bool:
+    """Whether every partition of ``gpu`` has a baseline's judgeable run (else its Liger
+    steps take the GPU-wide control, which crosses kernels)."""
+    rows = con.execute(
+        f"SELECT count(*) FROM (SELECT partition_id FROM runs WHERE gpu = $g AND {_JUDGEABLE} "
+        f"GROUP BY partition_id HAVING NOT bool_or(NOT {_LIGER}))",
+        {"g": gpu},
+    ).fetchall()
+    return int(rows[0][0]) == 0
+
+
 def splice_gpu(
     con: duckdb.DuckDBPyConnection,
     gpu: str,
     window: pl.DataFrame,
-    cut: tuple[datetime, datetime],
+    cut: pl.DataFrame,
+    old_points: pl.DataFrame,
     options: JudgeOptions,
     code_changes: CodeChanges | None,
 ) -> bool:
     """Splice the judgement of ``window`` (the runs of ``gpu``'s sessions starting at
-    or after ``D2``) into the stored one from ``D`` on (module docstring); False when it
-    cannot be vouched for (nothing was written then)."""
-    own, since = cut
+    or after each kernel's ``since``: ``cut``) into the stored one from each kernel's
+    ``own`` on (module docstring); False when it cannot be vouched for (nothing was
+    written then).  ``old_points``: the GPU's stored points."""
     (row,) = (
         con.sql("SELECT * FROM judged_gpus WHERE gpu = $g", params={"g": gpu}).pl().rows(named=True)
     )
-    if row["cut"] is None or own <= row["cut"] or window.height == 0:
+    if row["cut"] is None or cut["own"].min() <= row["cut"] or window.height == 0:
         return False
     calibration = Calibration(stored(con, "judged_calibration", gpu))
     plain = dataclasses.replace(options, changepoints=False)
     _, unit = judge_unit(window, plain, code_changes, calibration)
-    old_points = stored(con, "judged_points", gpu)
-    offsets = _offsets(old_points, since)
+    offsets = _offsets(old_points, cut)
     points = _shift(unit.points, offsets, "position", "cp_index")
-    if not _overlap_agrees(old_points, points, since, own) or not _ranks_agree(con, gpu, window):
+    if not _overlap_agrees(old_points, points, cut) or not _ranks_agree(con, gpu, window):
         return False
-    own_id = own.strftime(SESSION_FORMAT)
-    old_steps = con.execute(
-        "SELECT (SELECT count(*) FROM judged_steps WHERE gpu = $g AND to_session >= $o) + "
-        "(SELECT count(*) FROM judged_aa WHERE gpu = $g AND to_session >= $o), "
-        "(SELECT count(*) FROM judged_steps WHERE gpu = $g) + "
-        "(SELECT count(*) FROM judged_aa WHERE gpu = $g)",
-        {"g": gpu, "o": own_id},
-    ).fetchall()[0]
-    if int(old_steps[1]) != int(row["steps"]):
+    if not _bases_agree(old_points, points):
         return False
-    new_steps = _since(unit.steps, "to_session", own_id).height
-    new_steps += _since(unit.aa, "to_session", own_id).height
-    steps = int(row["steps"]) - int(old_steps[0]) + new_steps
+    counted = _owned(_step_keys(con, gpu), cut, "to_session").height
+    if _step_keys(con, gpu).height != int(row["steps"]):
+        return False
+    new_steps = _owned(unit.steps, cut, "to_session").height
+    new_steps += _owned(unit.aa, cut, "to_session").height
+    steps = int(row["steps"]) - counted + new_steps
     if prefix_size(steps) != int(row["prefix"]):
         return False
-    _replace(con, gpu, own, unit, offsets, points)
-    _changepoints(con, gpu, old_points, points.filter(pl.col("session_start") >= own), options)
+    _replace(con, gpu, cut, unit, offsets, points)
+    changed = _owned(points, cut, "session_start")
+    _changepoints(con, gpu, old_points, changed, options)
     (judged,) = con.execute(
         f"SELECT count(*) FROM runs WHERE gpu = $g AND {_JUDGEABLE}", {"g": gpu}
     ).fetchall()[0]
@@ -100,14 +107,32 @@ def splice_gpu(
     return True
 
 
-def _since(frame: pl.DataFrame, column: str, own_id: str) -> pl.DataFrame:
-    return frame.filter(pl.col(column) >= own_id)
+def _step_keys(con: duckdb.DuckDBPyConnection, gpu: str) -> pl.DataFrame:
+    """The kernel and later session of every stored step and A/A step of ``gpu``."""
+    frame: pl.DataFrame = con.sql(
+        "SELECT kernel, to_session FROM judged_steps WHERE gpu = $g UNION ALL "
+        "SELECT kernel, to_session FROM judged_aa WHERE gpu = $g",
+        params={"g": gpu},
+    ).pl()
+    return frame
 
 
-def _offsets(points: pl.DataFrame, since: datetime) -> pl.DataFrame:
-    """Per series, the stored points before ``since`` (all, and those with a level):
-    what the window's positions and change-point indices start after."""
-    before = points.filter(pl.col("session_start") < since)
+def _owned(frame: pl.DataFrame, cut: pl.DataFrame, column: str) -> pl.DataFrame:
+    """The rows of ``frame`` its kernel's cut re-judges: ``column`` (a session id, or a
+    session's start) at or after the kernel's ``own``."""
+    own = pl.col("_own")
+    if frame.schema[column] == pl.String:
+        own = own.dt.strftime(SESSION_FORMAT)
+    table = cut.select("kernel", pl.col("own").alias("_own"))
+    joined = frame.join(table, on="kernel", how="inner", maintain_order="left")
+    return joined.filter(pl.col(column) >= own).drop("_own")
+
+
+def _offsets(points: pl.DataFrame, cut: pl.DataFrame) -> pl.DataFrame:
+    """Per series, the stored points before its kernel's ``since`` (all, and those with
+    a level): what the window's positions and change-point indices start after."""
+    joined = points.join(cut.select("kernel", "since"), on="kernel", how="inner")
+    before = joined.filter(pl.col("session_start") < pl.col("since"))
     return before.group_by(SERIES_KEYS).agg(
         pl.len().cast(pl.Int64).alias("_at"),
         pl.col("cp_index").is_not_null().sum().cast(pl.Int64).alias("_cp"),
@@ -124,27 +149,42 @@ def _shift(frame: pl.DataFrame, offsets: pl.DataFrame, *columns: str) -> pl.Data
     return joined.with_columns(moved).drop("_at", "_cp")
 
 
-def _overlap_agrees(old: pl.DataFrame, new: pl.DataFrame, since: datetime, own: datetime) -> bool:
-    """Whether the window's points before ``own`` are exactly the stored ones from
-    ``since`` to ``own``, and every window point from ``own`` on comes after them in
-    its series (its sessions in the same order as their times)."""
+def _overlap_agrees(old: pl.DataFrame, new: pl.DataFrame, cut: pl.DataFrame) -> bool:
+    """Whether the window's points before their kernel's ``own`` are exactly the stored
+    ones from ``since`` to ``own``, and every window point from ``own`` on comes after
+    them in its series."""
     key = [*SERIES_KEYS, "session_start"]
-    mid = (pl.col("session_start") >= since) & (pl.col("session_start") < own)
-    a = old.filter(mid).select(*key, *_SAME).sort(key)
-    b = new.filter(pl.col("session_start") < own).select(*key, *_SAME).sort(key)
-    if not a.equals(b):
+    old = old.join(cut, on="kernel", how="inner")
+    new = new.join(cut, on="kernel", how="left")
+    if new["own"].null_count():
+        return False
+    mid = (pl.col("session_start") >= pl.col("since")) & (pl.col("session_start") < pl.col("own"))
+    nan = pl.col(pl.Float64).fill_nan(None)  # NaN is NaN here: the same bits
+    a = old.filter(mid).select(*key, *_SAME).sort(key).with_columns(nan)
+    b = new.filter(pl.col("session_start") < pl.col("own")).select(*key, *_SAME)
+    if not a.equals(b.sort(key).with_columns(nan)):
         return False
     kept = (
-        old.filter(pl.col("session_start") < own)
+        old.filter(pl.col("session_start") < pl.col("own"))
         .group_by(SERIES_KEYS)
         .agg(pl.col("position").max().alias("_last"))
     )
-    later = new.filter(pl.col("session_start") >= own).join(kept, on=list(SERIES_KEYS), how="left")
-    if later.filter(pl.col("position") <= pl.col("_last")).height:
-        return False
-    ordered = new.sort(*SERIES_KEYS, "position")
-    back = ordered.select((pl.col("session_start").diff().over(SERIES_KEYS) < pl.duration()).any())
-    return not bool(back.item())
+    later = new.filter(pl.col("session_start") >= pl.col("own"))
+    later = later.join(kept, on=list(SERIES_KEYS), how="left")
+    return not later.filter(pl.col("position") <= pl.col("_last")).height
+
+
+def _bases_agree(old: pl.DataFrame, new: pl.DataFrame) -> bool:
+    """Whether each partition of the window has a baseline's point there exactly when it
+    has one among all its points (the judge falls back on the GPU-wide control where a
+    partition has none: the window must see what every run shows)."""
+    base = ~pl.col("conflict") & ~liger_expr()
+    window = new.group_by("partition_id").agg(base.any().alias("_w"))
+    every = pl.concat([old.select("partition_id", "conflict", "provider"),
+                       new.select("partition_id", "conflict", "provider")])  # fmt: skip
+    whole = every.group_by("partition_id").agg(base.any().alias("_a"))
+    joined = window.join(whole, on="partition_id", how="left")
+    return bool((joined["_w"] == joined["_a"]).all())
 
 
 def _ranks_agree(con: duckdb.DuckDBPyConnection, gpu: str, window: pl.DataFrame) -> bool:
@@ -158,40 +198,37 @@ def _ranks_agree(con: duckdb.DuckDBPyConnection, gpu: str, window: pl.DataFrame)
     whole = version_table(firsts)
     mine = version_table(window.select("liger_version", "observed_at"))
     ranks = mine.join(whole, on="liger_version", how="left").sort("version_rank")
-    return (
-        bool(ranks["version_rank_right"].is_sorted())
-        and ranks["version_rank_right"].null_count() == 0
-    )
+    right = ranks["version_rank_right"]
+    return bool(right.is_sorted()) and right.null_count() == 0
 
 
 def _replace(
     con: duckdb.DuckDBPyConnection,
     gpu: str,
-    own: datetime,
-    unit: object,
+    cut: pl.DataFrame,
+    unit: Unit,
     offsets: pl.DataFrame,
     points: pl.DataFrame,
 ) -> None:
-    """Every stored row of ``gpu`` from ``own`` on replaced with the window's."""
+    """Every stored row of ``gpu`` from its kernel's ``own`` on replaced with the
+    window's."""
     from kiana.shards.store import insert
 
-    own_id = own.strftime(SESSION_FORMAT)
-    params = {"g": gpu, "o": own_id}
-    for table, column in (
-        ("judged_steps", "to_session"),
-        ("judged_findings", "to_session"),
-        ("judged_aa", "to_session"),
-        ("judged_outliers", "session"),
-    ):
-        con.execute(f"DELETE FROM {table} WHERE gpu = $g AND {column} >= $o", params)
-        frame = _since(getattr(unit, table.removeprefix("judged_")), column, own_id)
+    cuts = cut.with_columns(pl.col("own").dt.strftime(SESSION_FORMAT).alias("own_id"))  # noqa: F841
+    tables = (("judged_steps", "to_session", "own_id"), ("judged_findings", "to_session", "own_id"),
+              ("judged_aa", "to_session", "own_id"), ("judged_outliers", "session", "own_id"),
+              ("judged_points", "session_start", "own"))  # fmt: skip
+    for table, column, own in tables:
+        con.execute(
+            f"DELETE FROM {table} t WHERE gpu = $g AND EXISTS (SELECT 1 FROM cuts c "
+            f"WHERE c.kernel = t.kernel AND t.{column} >= c.{own})",
+            {"g": gpu},
+        )
+        name = table.removeprefix("judged_")
+        frame = _owned(points if name == "points" else getattr(unit, name), cut, column)
         if POS in frame.columns:
             frame = _shift(frame, offsets, POS)
         insert(con, table, frame)
-    con.execute(
-        "DELETE FROM judged_points WHERE gpu = $g AND session_start >= $t", {"g": gpu, "t": own}
-    )
-    insert(con, "judged_points", points.filter(pl.col("session_start") >= own))
 
 
 def _changepoints(
