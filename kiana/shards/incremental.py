@@ -8,8 +8,10 @@ metric between the same two sittings: versions, origins and **days**), whose
 posterior sets its noise; the GPU-wide control of partitions without a baseline (the
 same versions and days); and the steps before and after it in its series (an outlier
 is a session off and back).  Everything but the neighbours is keyed by the days of its
-two sessions, so a *day* is the unit of the cut.  Per GPU, with ``t`` the first new
-run (or the start of the stored session it joins):
+two sessions, so a *day* is the unit of the cut.  Per kernel with new runs (given its
+GPU's calibration, nothing else crosses kernels; one cut for every kernel of a GPU
+with a partition without baselines, whose GPU-wide control does), with ``t`` the
+first new run (or the start of the stored session it joins):
 
 * ``D``: midnight of the earliest of ``t`` and, in every series with new runs, the
   last point before ``t``.  Every step whose value can change starts at or after
@@ -19,7 +21,7 @@ run (or the start of the stored session it joins):
   re-judged and replace the stored ones.
 * ``D2``: midnight of the day two points before the first point at or after ``D``, in
   every series with a point at or after ``D``: the re-judged steps' neighbours and
-  their sitting groups need the sessions from there on.  The runs of the GPU's
+  their sitting groups need the sessions from there on.  The runs of the kernel's
   sessions starting at or after ``D2`` are judged (:func:`kiana.stats.judge`, with the
   GPU's stored calibration) and spliced in (:func:`kiana.shards.splice.splice_gpu`,
   which checks the window against what is stored where both overlap).
@@ -28,7 +30,8 @@ Change points are searched again on the partitions whose points changed.  What i
 judged again in full instead (exact anyway, only slower): a GPU new to the store; a
 GPU whose calibration would change (:func:`kiana.stats.calfit.prefix_size`: its steps
 reach the next rung, or ``D`` is at or before the calibration's cut); a GPU whose
-version labels would be ordered otherwise, or whose series are not in time order (a
+version labels would be ordered otherwise in the window (labels that are not releases
+are placed by time, across kernels), or whose stored series are not in time order (a
 later label measured earlier: the window cannot tell where new points go); and every
 GPU judged with ``--baseline`` (every session against one: a whole series).
 """
