@@ -26,7 +26,7 @@ first new run (or the start of the stored session it joins):
   GPU's stored calibration) and spliced in (:func:`kiana.shards.splice.splice_gpu`,
   which checks the window against what is stored where both overlap).
 
-Change points are searched again on the partitions whose points changed.  What is
+Change points are resumed (or searched again) on the partitions whose points changed.  What is
 judged again in full instead (exact anyway, only slower): a GPU new to the store; a
 GPU whose calibration would change (:func:`kiana.stats.calfit.prefix_size`: its steps
 reach the next rung, or ``D`` is at or before the calibration's cut); a GPU whose

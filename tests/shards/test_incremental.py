@@ -18,6 +18,7 @@ from polars.testing import assert_frame_equal
 
 import kiana.load
 from kiana.generate import CorpusConfig, generate
+from kiana.generate.config import DEFAULT_GPUS
 from kiana.shards import Judged, judge_all, store
 from kiana.shards.stored import StoredJudged
 from kiana.stats import JudgeOptions, calfit
@@ -40,6 +41,13 @@ def data_docs() -> list[dict[str, Any]]:
 def history_docs() -> list[dict[str, Any]]:
     """A generated corpus with a long history (30-100 sessions, outliers, shifts)."""
     config = CorpusConfig(seed=7, kernels=("rms_norm",), sweep_size=3, histories=1)
+    return _by_time(list(generate(config).documents()))
+
+
+@pytest.fixture(scope="module")
+def tiny_docs() -> list[dict[str, Any]]:
+    """One kernel on one GPU (the quick tests)."""
+    config = CorpusConfig(seed=7, kernels=("rms_norm",), gpus=DEFAULT_GPUS[:1], sweep_size=3)
     return _by_time(list(generate(config).documents()))
 
 
@@ -113,10 +121,9 @@ def test_history_one_load_added(db: duckdb.DuckDBPyConnection, history_docs: lis
     load_and_check(db, _split(history_docs, 0.9), ["judged in full", "stored judgement updated"])
 
 
-def test_a_current_judgement_is_read(
-    db: duckdb.DuckDBPyConnection, history_docs: list[Any]
-) -> None:
-    kiana.load.load_documents(db, history_docs)
+@pytest.mark.heavy
+def test_a_current_judgement_is_read(db: duckdb.DuckDBPyConnection, tiny_docs: list[Any]) -> None:
+    kiana.load.load_documents(db, tiny_docs)
     first = judge_all(db, OPTIONS)
     again = judge_all(db, OPTIONS)
     assert isinstance(again, StoredJudged) and again.note == "the stored judgement, read"
@@ -223,9 +230,9 @@ def test_a_read_only_database_is_never_written(tmp_path: Path, history_docs: lis
     assert _tables(path) == before
 
 
-def test_an_in_memory_database_stores_nothing(history_docs: list[Any]) -> None:
+def test_an_in_memory_database_stores_nothing(tiny_docs: list[Any]) -> None:
     con = kiana.load.connect(None)
-    kiana.load.load_documents(con, history_docs)
+    kiana.load.load_documents(con, tiny_docs)
     judged = judge_all(con, OPTIONS)
     assert not isinstance(judged, StoredJudged)
     assert not store.exists(con)
