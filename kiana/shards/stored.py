@@ -36,7 +36,8 @@ SERIES_ORDER = "partition_id, provider, metric"
 
 class StoredJudged(Judged):
     """The stored judgement of ``con`` (module docstring); ``note`` says how it came to
-    be current (read as it was, updated, rebuilt)."""
+    be current (read as it was, updated, rebuilt).  Steps and runs are read from ``con``
+    when asked for: keep it open while reading them."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, options: JudgeOptions, note: str) -> None:
         from kiana.stats import _no_nan

@@ -42,7 +42,7 @@ def test_regressions_json_of_shards_holds_every_step(
     out = json.loads(capsys.readouterr().out)
     con = connect(db, read_only=True)
     try:
-        judged = judge_all(con, JudgeOptions())
+        judged = judge_all(con, JudgeOptions(), full=True, store=False)  # judged again here
     finally:
         con.close()
     assert judged.shards > 1
