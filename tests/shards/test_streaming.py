@@ -29,6 +29,7 @@ def test_frames_one_after_another_are_one_array() -> None:
     assert json.loads(pieces.getvalue())["rows"][2] == {"a": 3, "b": None}
 
 
+@pytest.mark.heavy  # worker interpreters: 30 s on the shared machine
 def test_regressions_json_of_shards_holds_every_step(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
