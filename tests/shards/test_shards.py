@@ -67,6 +67,7 @@ def test_sharded_equals_unsharded(name: str, request: pytest.FixtureRequest) -> 
     assert_same(judge_all(con, EXACT, max_runs=1), judge_all(con, EXACT))
 
 
+@pytest.mark.heavy
 def test_one_shard_is_the_judge_of_every_run(data: duckdb.DuckDBPyConnection) -> None:
     whole = judge_all(data, EXACT)
     direct = judge(judged_runs(data), EXACT)
@@ -147,6 +148,7 @@ def test_the_spill_folder_goes_with_the_judgement(data: duckdb.DuckDBPyConnectio
     assert not folder.exists()
 
 
+@pytest.mark.heavy
 def test_analyze_shows_the_same_through_every_door(data: duckdb.DuckDBPyConnection) -> None:
     analysis = kiana.analyze(data, EXACT)
     whole = judge(judged_runs(data), EXACT)
@@ -212,6 +214,7 @@ def test_a_script_without_a_main_guard_judges_several_shards(tmp_path: Path) -> 
     assert shards > 1 and findings > 0
 
 
+@pytest.mark.heavy
 def test_a_worker_that_fails_is_a_clear_error(tmp_path: Path) -> None:
     from kiana.shards import worker
 
