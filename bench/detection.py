@@ -73,7 +73,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -446,9 +446,9 @@ def judged(con: object) -> tuple[pl.DataFrame, object]:
     return analysis.runs, analysis.judgement
 
 
-def one_corpus(
-    seed: int, folder: Path
-) -> tuple[pl.DataFrame, pl.DataFrame, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
+def judge_folder(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Any, float]:
+    """One folder of :func:`write_seed` loaded and judged: its truth, sessions, runs,
+    kiana's judgement and the seconds the judging took."""
     truth, sessions = read_seed(folder)
     con = connect(None)
     load(con, [folder / "documents.jsonl"])
@@ -456,6 +456,20 @@ def one_corpus(
     frame, result = judged(con)
     elapsed = time.monotonic() - started
     con.close()
+    return truth, sessions, frame, result, elapsed
+
+
+def release_units(truth: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """The labelled units outside the long histories (the rows of the first table)."""
+    histories = history_groups(truth)
+    release = sessions.join(histories, on=GROUP, how="anti")
+    return label(units(release), truth.join(histories, on=GROUP, how="anti"))
+
+
+def one_corpus(
+    seed: int, folder: Path
+) -> tuple[pl.DataFrame, pl.DataFrame, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
+    truth, sessions, frame, result, elapsed = judge_folder(folder)
     findings = result.findings
     missing = [c for c in ("from_session", "to_session", "workloads") if c not in findings.columns]
     if missing or not hasattr(result, "quality"):
@@ -467,8 +481,7 @@ def one_corpus(
     mine = findings.filter(pl.col("provider") == "liger", pl.col("metric") == "latency").select(
         *UNIT, pl.col("verdict").alias("kiana"), pl.col("workloads").alias("named")
     )
-    release = sessions.join(histories, on=GROUP, how="anti")
-    labelled = label(units(release), truth.join(histories, on=GROUP, how="anti"))
+    labelled = release_units(truth, sessions)
     merged = labelled.join(mine, on=UNIT, how="left").with_columns(
         pl.col("kiana").fill_null("not reported")
     )

@@ -155,7 +155,10 @@ def step(size: str, name: str, options: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(f"{db}: run the load step first (--steps load)")
     elif name == "regressions":
         out = OUT / f"regressions-{size}.json"
-        result = timed([*KIANA, "regressions", "--db", str(db), "--json", *memory], stdout=out)
+        full = ["--full"]  # a full judge every time (without it, the stored judgement is read)
+        result = timed(
+            [*KIANA, "regressions", "--db", str(db), "--json", *full, *memory], stdout=out
+        )
         result["output_bytes"] = out.stat().st_size
         out.unlink()
     elif name == "report":

@@ -287,6 +287,7 @@ def analyze(
     selection: Selection | None = None,
     finder: Finder | None = None,
     code_changes: CodeChanges | None = None,
+    full: bool = False,
 ) -> Analysis:
     """Judge every run behind ``con`` and rank the selected findings' culprits.
 
@@ -301,8 +302,10 @@ def analyze(
     range of commits).  ``code_changes`` says where baselines' own code changed between
     two recordings (:class:`kiana.stats.CodeChanges`; their controls are then set
     aside); with a checkout and no ``code_changes``, its git history says
-    (:class:`kiana.culprits.changes.GitCodeChanges`).  A filter of ``selection`` that
-    matches no run raises :class:`~kiana.errors.UsageError`."""
+    (:class:`kiana.culprits.changes.GitCodeChanges`).  A database file opened for
+    writing keeps the judgement (:mod:`kiana.shards.store`): after a load only what the
+    new sessions touch is judged again; ``full`` judges everything again.  A filter of
+    ``selection`` that matches no run raises :class:`~kiana.errors.UsageError`."""
     from kiana.culprits import Finder, annotate
     from kiana.shards import judge_all, selectable
     from kiana.stats import JudgeOptions
@@ -316,7 +319,7 @@ def analyze(
 
         code_changes = GitCodeChanges(git)
     selection.check(selectable(con))
-    judged = judge_all(con, options, code_changes=code_changes)
+    judged = judge_all(con, options, code_changes=code_changes, full=full)
     finder = finder or Finder(git)
     findings = annotate(selection.apply(judged.findings), git, finder=finder)
     return Analysis(judged, findings, options, selection, git, finder)

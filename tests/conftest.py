@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -60,35 +59,7 @@ def run_kiana(
     )
 
 
-# --------------------------------------------------------------------------- the quick loop
-
-#: A test that takes longer than this (setup and call, wall clock) fails unless it is
-#: marked ``heavy``: the quick loop (``-m "not heavy and not browser"``) stays quick.
-#: ``KIANA_TEST_SECONDS`` changes the limit (0 turns the rule off), e.g. on a machine
-#: much slower than CI's.
-SLOW_TEST_SECONDS = float(os.environ.get("KIANA_TEST_SECONDS", "3"))
-_SETUP_SECONDS = pytest.StashKey[float]()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
-    if call.when == "setup":
-        item.stash[_SETUP_SECONDS] = call.duration
-        return
-    if call.when != "call" or not report.passed or SLOW_TEST_SECONDS <= 0:
-        return
-    if item.get_closest_marker("heavy") or item.get_closest_marker("browser"):
-        return  # outside the quick loop
-    seconds = item.stash.get(_SETUP_SECONDS, 0.0) + call.duration
-    if seconds > SLOW_TEST_SECONDS:
-        report.outcome = "failed"
-        report.longrepr = (
-            f"{item.nodeid} took {seconds:.1f} s (setup and call), over the quick loop's "
-            f"{SLOW_TEST_SECONDS:g} s: make it quicker or mark it @pytest.mark.heavy "
-            "(KIANA_TEST_SECONDS sets the limit)"
-        )
+pytest_plugins = ["tests.quickloop"]  # the quick loop's 3 s rule
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,9 @@
-"""The quick loop stays quick: a test over ``SLOW_TEST_SECONDS`` fails unless it is
-marked ``heavy`` (the rule lives in ``tests/conftest.py``)."""
+"""The quick loop stays quick: a test over ``KIANA_TEST_SECONDS`` fails unless it is
+marked ``heavy`` (the rule is the plugin ``tests/quickloop.py``)."""
 
 from __future__ import annotations
 
 import pytest
-
-from tests.conftest import ROOT
 
 pytest_plugins = ["pytester"]
 
@@ -25,13 +23,48 @@ def test_quick():
 """
 
 
+@pytest.mark.heavy  # a pytest run inside the run
 def test_a_slow_unmarked_test_fails_and_says_why(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KIANA_TEST_SECONDS", "0.1")
-    pytester.makeconftest((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
     pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
     pytester.makepyfile(SLOW)
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*test_slow took 0.* over the quick loop's 0.1 s*heavy*"])
+
+
+FIXTURES = """
+import time
+import pytest
+
+@pytest.fixture(scope="module")
+def shared():
+    time.sleep(0.15)
+
+@pytest.fixture
+def own():
+    time.sleep(0.15)
+
+def test_first_user_of_the_shared_fixture(shared):
+    pass
+
+def test_second_user_of_the_shared_fixture(shared):
+    pass
+
+def test_own_slow_fixture(own):
+    pass
+"""
+
+
+@pytest.mark.heavy
+def test_a_shared_fixture_is_charged_to_no_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIANA_TEST_SECONDS", "0.1")
+    pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
+    pytester.makepyfile(FIXTURES)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_own_slow_fixture took 0.*"])

@@ -26,6 +26,7 @@ from kiana.commands.common import add_db_option, add_judge_options, judge_option
 from kiana.vocabulary import FAILABLE
 
 if TYPE_CHECKING:
+    import duckdb
     import polars as pl
 
     from kiana.pipeline import Analysis, Selection
@@ -76,6 +77,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--no-changepoints", action="store_true", help="skip the change-point search"
     )
     parser.add_argument(
+        "--full", action="store_true",
+        help="judge every run again (default: the judgement stored in --db, with what "
+        "the loads since then touch judged again)",
+    )  # fmt: skip
+    parser.add_argument(
         "--git", type=Path, metavar="REPO",
         help="the Liger-Kernel checkout the rows came from: rank each finding's culprits "
         "(commits touching the kernel between its two sessions)",
@@ -96,22 +102,46 @@ def selection(args: argparse.Namespace) -> Selection:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from kiana.culprits.history import require_repository
     from kiana.errors import UsageError
-    from kiana.jsonstream import write_json
     from kiana.pipeline import analyze
 
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit}: must be at least 1", hint="e.g. --limit 40")
     options = judge_options(args, changepoints=not args.no_changepoints)
     repo = require_repository(args.git) if args.git is not None else None
-    con = open_db(args, must_exist=True, read_only=True)
+    con = _open(args)
     try:
-        analysis = analyze(con, options, git=repo, selection=selection(args))
+        analysis = analyze(con, options, git=repo, selection=selection(args), full=args.full)
+        return _output(analysis, args, repo)
     finally:
         con.close()
+
+
+def _open(args: argparse.Namespace) -> duckdb.DuckDBPyConnection:
+    """``--db`` opened for writing, where the judgement is stored
+    (:mod:`kiana.shards.store`); read-only when the file may not be written or another
+    process holds it (the judgement is then read when current, else made in memory)."""
+    import os
+
+    from kiana.errors import DatabaseError
+
+    db = getattr(args, "db", None)
+    if db is None or not os.access(db, os.W_OK):
+        return open_db(args, must_exist=True, read_only=True)
+    try:
+        return open_db(args, must_exist=True, read_only=False)
+    except DatabaseError:
+        return open_db(args, must_exist=True, read_only=True)
+
+
+def _output(analysis: Analysis, args: argparse.Namespace, repo: Path | None) -> int:
+    """Print ``analysis`` (a table or JSON, ``repo``: ``--git``); the exit status of
+    ``--fail-on``."""
+    import sys
+
+    from kiana.jsonstream import write_json
+
     findings = analysis.findings
     if args.json:
         write_json(

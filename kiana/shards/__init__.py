@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 import duckdb
@@ -53,6 +53,7 @@ __all__ = [
     "Judged",
     "Shard",
     "budget",
+    "check_baseline_of",
     "judge_all",
     "judge_shard",
     "memory_limit",
@@ -60,6 +61,7 @@ __all__ = [
     "order_findings",
     "plan",
     "selectable",
+    "shard_inputs",
     "shard_runs",
     "write_origins",
 ]
@@ -72,31 +74,69 @@ def judge_all(
     max_runs: int | None = None,
     spill: bool = True,
     code_changes: CodeChanges | None = None,
+    full: bool = False,
+    store: bool = True,
 ) -> Judged:
     """Judge every run behind ``con``, shard by shard (see the module docstring).
     ``max_runs``: runs per shard (default :func:`kiana.shards.runs.budget`);
     ``code_changes``: as :func:`kiana.stats.judge` takes it (it goes to each shard's
-    worker process, so it must pickle)."""
+    worker process, so it must pickle).  On a database file, the judgement is stored
+    in it and, after a load, only what the new sessions touch is judged again
+    (:func:`kiana.shards.incremental.judge_stored`; ``store=False`` never writes,
+    ``full`` judges everything again); a read-only database reads its stored
+    judgement when it is current, and is judged here otherwise."""
+    from kiana.shards.incremental import judge_stored
+
     options = options or JudgeOptions()
-    shards = plan(con, max_runs=max_runs)
+    stored = judge_stored(con, options, code_changes, full=full, write=store, max_runs=max_runs)
+    if stored is not None:
+        return stored
     judged = Judged(spill=spill)
-    if options.baseline is not None:  # some GPU has it (each shard's judge cannot tell)
-        check_baseline(_versions(con), options.baseline)
-    if len(shards) <= 1:  # everything at once, as the judge always did
-        runs = shard_runs(con)
-        judged.add(runs, judge_shard(runs, options, code_changes))
-        return judged
-    with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
-        origins = write_origins(con, Path(folder))
+    for index, runs in enumerate(
+        shard_inputs(con, options, max_runs=max_runs, folder=judged.folder)
+    ):
+        if isinstance(runs, pl.DataFrame):  # one shard: everything at once, in this process
+            judged.add(runs, judge_shard(runs, options, code_changes))
+            continue
+        written = worker.run(runs, options, judged.folder(), index, code_changes)
+        judged.add_written(runs, runs.with_name(f"steps-{index:05d}.parquet"), written)
+    return judged
+
+
+def shard_inputs(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    *,
+    max_runs: int | None = None,
+    folder: Callable[[], Path],
+    only: Collection[str] | None = None,
+) -> Iterator[pl.DataFrame | Path]:
+    """Each shard's runs (:func:`plan`; ``only``: of the GPUs named): in memory when
+    there is one shard, else written to a Parquet file under ``folder()`` for a worker
+    process, one shard at a time (every run's origin read once first, DuckDB's memory
+    held low meanwhile)."""
+    check_baseline_of(con, options)
+    shards = plan(con, max_runs=max_runs, only=only)
+    if only is not None and not shards:
+        return
+    if len(shards) <= 1:
+        yield shard_runs(con, shards[0] if only is not None and shards else None)
+        return
+    with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as scratch:
+        origins = write_origins(con, Path(scratch))
         with _duckdb_share(con, READ_SHARE):
             for index, shard in enumerate(shards):
-                path = judged.folder() / f"runs-{index:05d}.parquet"
+                path = folder() / f"runs-{index:05d}.parquet"
                 runs = shard_runs(con, shard, origins=origins)
                 runs.write_parquet(path, compression="lz4", statistics=False)
                 del runs
-                written = worker.run(path, options, judged.folder(), index, code_changes)
-                judged.add_written(path, path.with_name(f"steps-{index:05d}.parquet"), written)
-    return judged
+                yield path
+
+
+def check_baseline_of(con: duckdb.DuckDBPyConnection, options: JudgeOptions) -> None:
+    """A ``--baseline`` no judged run has is a usage error (a shard lacking it is not)."""
+    if options.baseline is not None:
+        check_baseline(_versions(con), options.baseline)
 
 
 #: DuckDB's memory while the shards' runs are read, after every origin was written

@@ -127,6 +127,8 @@ class Judged:
         self._calibrations: list[Calibration] = []
         self.runs_total = 0
         self.runs_judged = 0
+        #: How the judgement came to be (judged now, or the stored one: kiana.shards.store).
+        self.note = "judged in memory"
 
     def add(self, runs: pl.DataFrame, judgement: Judgement) -> None:
         """Keep one shard's runs and judgement (no more once findings were read)."""
@@ -204,7 +206,9 @@ class Judged:
         if not self._small["tradeoffs"]:
             return None
         merged = self._concat("tradeoffs")
-        return merged if self.shards == 1 else merged.sort("memory_change", descending=True)
+        if len(self._small["tradeoffs"]) == 1:
+            return merged
+        return merged.sort("memory_change", descending=True, maintain_order=True)
 
     @property
     def coverage(self) -> Coverage:
@@ -214,7 +218,7 @@ class Judged:
     def versions(self) -> pl.DataFrame:
         """The version table of every shard's judged runs (its order needs every
         version's first observation, which the shards' tables carry)."""
-        if self.shards == 1:
+        if len(self._small["versions"]) == 1:
             return self._small["versions"][0]
         firsts = self._concat("versions").select(
             "liger_version", pl.col("first_observed_at").alias("observed_at")

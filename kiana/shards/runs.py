@@ -20,6 +20,7 @@ is a shard of its own: the peak is set by the largest GPU, not by the database.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,11 +73,19 @@ def budget(con: duckdb.DuckDBPyConnection) -> int:
     return max(1, min(SHARD_RUNS, limit // BYTES_PER_RUN))
 
 
-def plan(con: duckdb.DuckDBPyConnection, *, max_runs: int | None = None) -> list[Shard]:
+def plan(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    max_runs: int | None = None,
+    only: Collection[str] | None = None,
+) -> list[Shard]:
     """The shards of the runs behind ``con``: consecutive GPUs (by name) packed up to
-    ``max_runs`` runs (default :func:`budget`); a larger GPU alone."""
+    ``max_runs`` runs (default :func:`budget`); a larger GPU alone.  ``only``: the
+    GPUs named there (every GPU when None)."""
     limit = budget(con) if max_runs is None else max_runs
     rows = con.execute("SELECT gpu, count(*) FROM runs GROUP BY gpu ORDER BY gpu").fetchall()
+    if only is not None:
+        rows = [(gpu, count) for gpu, count in rows if gpu in set(only)]
     shards: list[Shard] = []
     gpus: list[str] = []
     size = 0
@@ -117,17 +126,25 @@ def write_origins(con: duckdb.DuckDBPyConnection, folder: Path) -> Path:
 
 
 def shard_runs(
-    con: duckdb.DuckDBPyConnection, shard: Shard | None = None, *, origins: Path | None = None
+    con: duckdb.DuckDBPyConnection,
+    shard: Shard | None = None,
+    *,
+    origins: Path | None = None,
+    where: str = "",
+    params: dict[str, object] | None = None,
 ) -> pl.DataFrame:
     """The judged columns and ``origin`` of the runs of ``shard`` (every run when
     None): :func:`kiana.load.judged.judged_runs` with ``WHERE gpu IN (...)``, in its
     order.  ``origins``: the folder :func:`write_origins` wrote (empty: no run has an
-    origin), read for this shard's GPUs only; without it the labels are read."""
+    origin), read for this shard's GPUs only; without it the labels are read.
+    ``where``: a further SQL condition on ``runs`` (its ``params`` named ``$...``)."""
     columns = ", ".join(f'r."{c}"' for c in JUDGED_COLUMNS)
     gpus = list(shard.gpus) if shard is not None else []
     listed = ", ".join(f"$g{i}" for i in range(len(gpus)))
-    where = f"WHERE gpu IN ({listed})" if gpus else ""
-    params: dict[str, str] = {f"g{i}": gpu for i, gpu in enumerate(gpus)}
+    conditions = [f"gpu IN ({listed})"] if gpus else []
+    conditions += [f"({where})"] if where else []
+    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    params = {**(params or {}), **{f"g{i}": gpu for i, gpu in enumerate(gpus)}}
     if origins is not None and gpus and not any(origins.rglob("*.parquet")):
         source = "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS origin WHERE false"
     elif origins is not None and gpus:
@@ -140,7 +157,7 @@ def shard_runs(
         commit, csv = ORIGIN_LABELS
         params |= {"commit": commit, "csv": csv}
         source = _origins_sql()
-        if gpus:
+        if where:
             source = source.replace(
                 "GROUP BY", "AND run_id IN (SELECT run_id FROM chosen) GROUP BY"
             )

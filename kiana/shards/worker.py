@@ -17,7 +17,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kiana.shards.results import Written
@@ -28,9 +28,30 @@ def run(
     path: Path, options: JudgeOptions, folder: Path, index: int, changes: CodeChanges | None
 ) -> Written:
     """Judge the shard whose runs ``path`` holds in a new process (module docstring)."""
+    written: Written = _run("judgement", path, options, folder, index, changes)
+    return written
+
+
+def run_unit(
+    path: Path, options: JudgeOptions, folder: Path, index: int, changes: CodeChanges | None
+) -> dict[str, Path]:
+    """:func:`run` for the stored judgement: the Parquet files of the shard's
+    :class:`~kiana.shards.unit.Unit` (:func:`kiana.shards.store.write_unit`)."""
+    paths: dict[str, Path] = _run("unit", path, options, folder, index, changes)
+    return paths
+
+
+def _run(
+    kind: str,
+    path: Path,
+    options: JudgeOptions,
+    folder: Path,
+    index: int,
+    changes: CodeChanges | None,
+) -> Any:
     job = folder / f"job-{index:05d}.pickle"
     done = folder / f"done-{index:05d}.pickle"
-    job.write_bytes(pickle.dumps((path, options, folder, index, changes, done)))
+    job.write_bytes(pickle.dumps((kind, path, options, folder, index, changes, done)))
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [_root(), os.environ.get("PYTHONPATH")])),
@@ -48,9 +69,9 @@ def run(
             f"judging shard {index} failed in its worker process: {last}",
             hint="KIANA_TRACEBACK=1 shows the worker's traceback on its standard error",
         )
-    written: Written = pickle.loads(done.read_bytes())
+    result = pickle.loads(done.read_bytes())
     done.unlink(missing_ok=True)
-    return written
+    return result
 
 
 def _root() -> str:
@@ -64,10 +85,16 @@ def main(job: str) -> None:
     from kiana.shards import judge_shard
     from kiana.shards.results import write_judgement
 
-    path, options, folder, index, changes, done = pickle.loads(Path(job).read_bytes())
+    kind, path, options, folder, index, changes, done = pickle.loads(Path(job).read_bytes())
     runs = pl.read_parquet(path)
-    written = write_judgement(judge_shard(runs, options, changes), runs.height, folder, index)
-    done.write_bytes(pickle.dumps(written))
+    if kind == "unit":
+        from kiana.shards.store import write_unit
+        from kiana.shards.unit import judge_unit
+
+        result: object = write_unit(judge_unit(runs, options, changes)[1], folder, index)
+    else:
+        result = write_judgement(judge_shard(runs, options, changes), runs.height, folder, index)
+    done.write_bytes(pickle.dumps(result))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.stats.calfit import fit, state_factors
+from kiana.stats.calfit import earliest, fit, state_factors
 from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
 from kiana.stats.changepoints import empty_changepoints
@@ -153,7 +153,7 @@ def calibrate(
     """The session-to-session noise of ``runs`` (:mod:`kiana.stats.calibration`), as
     :func:`judge` measures it; pass it back as ``judge(..., calibration=...)``."""
     options = options or JudgeOptions()
-    return fit(_stage(runs, options, code_changes).steps)
+    return fit(earliest(_stage(runs, options, code_changes).steps))
 
 
 def _sigmas(calibration: Calibration | None, options: JudgeOptions, steps: pl.DataFrame) -> Sigmas:
@@ -201,7 +201,7 @@ def judge(
     if require_baseline:
         check_baseline(stage.versions, options.baseline)
     if calibration is None and options.calibrate:
-        calibration = fit(stage.steps)
+        calibration = fit(earliest(stage.steps))
     grouped = group_key(stage.steps)
     noise = _sigmas(calibration if options.calibrate else None, options, grouped)
     aa = grouped.filter(pl.col("aa"))

@@ -4,6 +4,21 @@ The model, the samples and the levels are :mod:`kiana.stats.calibration`'s; this
 module fits them: :func:`fit` runs :data:`ROUNDS` rounds of the hierarchical grid fit
 of each component (:func:`_fit`, :mod:`kiana.stats.nullfit`) and of the sitting states
 (:func:`state_factors`, :mod:`kiana.stats.states`), each given the other.
+
+What it is fitted on: every step of a GPU up to :data:`FULL_STEPS` steps; beyond that,
+the GPU's earliest steps (by the later of their two sessions' first runs), as many as
+the largest rung of a ladder of half octaves (``FULL_STEPS * 2**(k/2)``) that its steps
+reach (:func:`prefix_size`): at least 71% of them.  So a GPU's calibration is a function
+of its data alone (whatever the order the data was loaded in), and sessions added after
+its cut leave it exactly as it was until the history grows past the next rung (41%
+more): a stored judgement (:mod:`kiana.shards.store`) then re-judges only what the new
+sessions touch, instead of the whole GPU on every load (the noise samples counted in the
+evidence, the state prior and every sitting group's posterior would otherwise move with
+each new step).  On the data kiana was validated on (``bench/detection.py``: up to
+~2,200 steps per GPU; Liger's own CSVs: fewer) every step is used.
+
+>>> [prefix_size(n) for n in (10, 8192, 11584, 11585, 20000)]
+[10, 8192, 8192, 11585, 16384]
 """
 
 from __future__ import annotations
@@ -31,6 +46,52 @@ from kiana.stats.nullsamples import sitting_samples, workload_samples
 
 #: Rounds of fitting the components and the sitting states in turn.
 ROUNDS = 2
+#: Steps of a GPU the calibration always uses all of (see the module docstring).
+FULL_STEPS = 8192
+
+
+def prefix_size(n: int) -> int:
+    """How many of a GPU's ``n`` steps (earliest first) its calibration rests on: all up
+    to :data:`FULL_STEPS`, else the largest ``int(FULL_STEPS * 2**(k/2))`` not above ``n``."""
+    if n <= FULL_STEPS:
+        return n
+    rung, k = FULL_STEPS, 0
+    while int(FULL_STEPS * 2 ** ((k + 1) / 2)) <= n:
+        k += 1
+        rung = int(FULL_STEPS * 2 ** (k / 2))
+    return rung
+
+
+def step_time() -> pl.Expr:
+    """The time that orders a GPU's steps for :func:`prefix_size`: the later of the
+    first runs of its two sessions (a session appended later comes after every step
+    before it)."""
+    return pl.max_horizontal("from_observed_at", "to_observed_at")
+
+
+def prefix_cut(times: pl.Series) -> tuple[int, int, object]:
+    """``(n, size, cut)`` of one GPU's step times: its steps, :func:`prefix_size` of
+    them and the time of the ``size``-th earliest (steps at or before it are fitted on;
+    None when there are none)."""
+    n = times.len()
+    size = prefix_size(n)
+    cut = times.sort(nulls_last=True)[size - 1] if size else None
+    return n, size, cut
+
+
+def earliest(steps: pl.DataFrame) -> pl.DataFrame:
+    """The steps :func:`fit` calibrates each GPU on (the module docstring): all of a
+    GPU's up to :data:`FULL_STEPS`, else those at or before its :func:`prefix_cut`."""
+    counts = steps.group_by("gpu").len()
+    if counts.height == 0 or int(counts["len"].max()) <= FULL_STEPS:  # type: ignore[arg-type]
+        return steps
+    timed = steps.select("gpu", step_time().alias("_t"))
+    cuts = [(gpu, prefix_cut(part["_t"])[2]) for (gpu,), part in timed.group_by("gpu")]
+    table = pl.DataFrame(
+        cuts, schema={"gpu": timed.schema["gpu"], "_cut": timed.schema["_t"]}, orient="row"
+    )
+    joined = steps.join(table, on="gpu", how="left", maintain_order="left")
+    return joined.filter(step_time() <= pl.col("_cut")).drop("_cut")
 
 
 def _fit(

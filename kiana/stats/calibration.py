@@ -27,10 +27,13 @@ heavy-tailed two-groups model of :mod:`kiana.stats.nullfit`:
   alternative), the mean difference of two baselines of one step over their common
   workloads, and A/A pairs (two sessions of the same code, :mod:`kiana.stats.reruns`:
   pure noise, never a change); all ``c = 1``.  A control-adjusted change (Liger minus
-  its control) carries one such term: the machine cancels, and two providers' own
-  offsets are taken to weigh as much as one centre's machine and offset together (in
-  Liger's jsd pair of 2026-05-27 and 06-16, torch's centres moved -4.4%, -11.0% and
-  -4.0%, Liger minus torch +1.1%, +6.9% and +2.4%).  Liger's own steps never enter
+  its control) carries two such terms, one per provider (:mod:`kiana.stats.controls`):
+  the machine cancels, the providers' own offsets do not, and since a centre also
+  holds the machine's move, two terms are conservative (in Liger's jsd pair of
+  2026-05-27 and 06-16, torch's centres moved -4.4%, -11.0% and -4.0%, Liger minus
+  torch +1.1%, +6.9% and +2.4%; one term instead finds one more >= 10% regression of
+  95 on the ten realistic detection corpora and calls about six more unchanged groups
+  and one more drift group a change, ``bench/README.md``).  Liger's own steps never enter
   it: they hold the changes being judged.  Steps whose baseline code changed
   (:mod:`kiana.stats.codechanges`) are left out.
 

@@ -33,10 +33,10 @@ Adjusted change
 ---------------
     adjusted log ratio = liger log ratio - control log ratio
     adjusted noise     = sqrt(liger per-workload noise^2 + control per-workload noise^2
-                              + sitting sigma^2)
+                              + liger sitting sigma^2 + control sitting sigma^2)
 
-(the machine cancels, the two providers' own sitting offsets do not: together they
-weigh one sitting sigma, :mod:`kiana.stats.calibration`).
+(the machine cancels, the two providers' own sitting offsets do not; a sitting sigma
+also holds the machine's move, so the sum is conservative: :mod:`kiana.stats.calibration`).
 :func:`control_moved` is the one test of "the control moved with it", used by steps,
 findings and outliers alike.
 """

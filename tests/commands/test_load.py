@@ -142,6 +142,7 @@ def test_progress_bar_draws_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) 
     assert terminal.getvalue() == "\r[" + "#" * 15 + "." * 15 + "] 2/4 files, 1,234 documents"
 
 
+@pytest.mark.heavy
 def test_a_folder_without_documents_exits_2_and_leaves_no_database(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()

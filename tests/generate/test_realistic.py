@@ -80,6 +80,7 @@ def test_realistic_corpus_reproduces_the_real_scale(realistic: Calibration, name
     assert 1 / FACTOR[name] <= ratio <= FACTOR[name], (name, _value(realistic, name))
 
 
+@pytest.mark.heavy
 def test_realistic_corpus_shifts_as_many_sittings(realistic: Calibration) -> None:
     assert abs(_value(realistic, "shifted_share") - REAL["shifted_share"]) <= SHARE_TOLERANCE
 

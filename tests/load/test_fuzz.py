@@ -188,6 +188,7 @@ def test_cli_answers_with_exit_codes_never_tracebacks(data: st.DataObject) -> No
         assert "error:" in out.stderr and "hint:" in out.stderr
 
 
+@pytest.mark.heavy
 def test_cli_on_a_database_that_is_not_duckdb(tmp_path: Path) -> None:
     db = tmp_path / "junk.duckdb"
     db.write_bytes(b"this is not a database" * 100)

@@ -125,6 +125,7 @@ def test_files_the_duckdb_reader_must_not_take(
     _same([path], monkeypatch)
 
 
+@pytest.mark.heavy
 def test_mixed_good_and_bad_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     good = tmp_path / "a-good.jsonl"
     good.write_text("\n".join(_docs(0, 20)) + "\n")
@@ -244,6 +245,7 @@ _PIECES = st.sampled_from(
 )
 
 
+@pytest.mark.heavy
 @settings(max_examples=400, deadline=None)
 @given(
     pieces=st.lists(_PIECES, max_size=12),

@@ -176,6 +176,7 @@ def test_specs_share_no_objects() -> None:
     walk(spec)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("hostile", [False, True])
 def test_every_chart_of_the_page_is_valid_vega_lite(hostile: bool, tmp_path: Path) -> None:
     """The page's JSON blocks, read back, validate and come back from Altair unchanged."""

@@ -11,6 +11,9 @@ import pytest
 from tests.report.conftest import Made
 from tests.report.scan_fixtures import cli_lines, report_rows, row_key
 
+#: Reports and listings of data/ and of Liger's CSVs, made by the CLI: ~50 s.
+pytestmark = pytest.mark.heavy
+
 SURFACES = ["data_report", "real_report"]
 
 
@@ -21,7 +24,6 @@ def made(request: pytest.FixtureRequest) -> Made:
     return made
 
 
-@pytest.mark.heavy
 def test_the_report_lists_what_kiana_regressions_lists(made: Made) -> None:
     rows = report_rows(made.html)
     listed = sorted(row_key(metric, cells) for metric, attrs, cells in rows

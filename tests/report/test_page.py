@@ -119,6 +119,7 @@ def test_cli_report_without_database_is_a_clear_error(tmp_path: Path) -> None:
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.heavy
 def test_importing_kiana_does_not_import_altair() -> None:
     code = "import sys, kiana, kiana.charts, kiana.report, kiana.cli; kiana.cli.build_parser();"
     code += "print('altair' in sys.modules)"

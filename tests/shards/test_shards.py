@@ -60,7 +60,7 @@ def assert_same(sharded: Judged, whole: Judged) -> None:
     assert (sharded.runs_total, sharded.runs_judged) == (whole.runs_total, whole.runs_judged)
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy  # worker interpreters: 9-27 s on the shared machine
 @pytest.mark.parametrize("name", ["data", "history"])
 def test_sharded_equals_unsharded(name: str, request: pytest.FixtureRequest) -> None:
     con = request.getfixturevalue(name)
@@ -75,7 +75,7 @@ def test_one_shard_is_the_judge_of_every_run(data: duckdb.DuckDBPyConnection) ->
     assert_frame_equal(whole.judgement().steps, direct.steps)
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy  # worker interpreters: 9-27 s on the shared machine
 def test_a_baseline_that_some_gpus_lack(history: duckdb.DuckDBPyConnection) -> None:
     (version,) = history.execute(
         "SELECT liger_version FROM runs GROUP BY 1 ORDER BY count(DISTINCT gpu), 1 LIMIT 1"
@@ -123,7 +123,7 @@ def test_the_memory_limit_sets_the_shard_budget() -> None:
         con.close()
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy  # worker interpreters: 9-27 s on the shared machine
 def test_spilled_steps_are_read_back_shard_by_shard(data: duckdb.DuckDBPyConnection) -> None:
     sharded = judge_all(data, EXACT, max_runs=1)
     chunks = list(sharded.steps())
@@ -136,7 +136,7 @@ def test_spilled_steps_are_read_back_shard_by_shard(data: duckdb.DuckDBPyConnect
     assert behind.select(keys).unique().join(wanted.select(keys), on=keys, how="anti").is_empty()
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy  # worker interpreters: 9-27 s on the shared machine
 def test_the_spill_folder_goes_with_the_judgement(data: duckdb.DuckDBPyConnection) -> None:
     sharded = judge_all(data, EXACT, max_runs=1)
     folder: Path | None = sharded._folder
@@ -175,7 +175,7 @@ def commits() -> Iterator[duckdb.DuckDBPyConnection]:
     con.close()
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy  # worker interpreters: 9-27 s on the shared machine
 def test_origins_are_read_once_and_match(commits: duckdb.DuckDBPyConnection) -> None:
     whole = judged_runs(commits)
     assert whole["origin"].null_count() == 0

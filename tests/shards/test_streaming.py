@@ -29,7 +29,7 @@ def test_frames_one_after_another_are_one_array() -> None:
     assert json.loads(pieces.getvalue())["rows"][2] == {"a": 3, "b": None}
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy  # worker interpreters: 30 s on the shared machine
 def test_regressions_json_of_shards_holds_every_step(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -43,7 +43,7 @@ def test_regressions_json_of_shards_holds_every_step(
     out = json.loads(capsys.readouterr().out)
     con = connect(db, read_only=True)
     try:
-        judged = judge_all(con, JudgeOptions())
+        judged = judge_all(con, JudgeOptions(), full=True, store=False)  # judged again here
     finally:
         con.close()
     assert judged.shards > 1

@@ -57,6 +57,7 @@ def test_every_gpu_is_judged_alone_as_together() -> None:
         check(gpu)
 
 
+@pytest.mark.heavy
 def test_the_calibration_of_one_gpu_is_its_own() -> None:
     runs, _ = bundled()
     gpu = gpus()[0]

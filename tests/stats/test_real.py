@@ -44,6 +44,7 @@ def test_jsd_forward_is_neither_an_improvement_nor_a_regression() -> None:
     assert "rest on single samples" in str(row["evidence"])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("pass_", ["forward", "full", "no-grad-forward"])
 def test_cross_entropy_stays_an_improvement(pass_: str) -> None:
     # The cutile CSV (2026-06-16) and the cutedsl CSV (2026-07-05) measured Triton's code

@@ -76,6 +76,7 @@ def test_every_injected_regression_and_improvement_is_found(
             assert row["workload"] in found["workloads"][0].split(","), (row, found["workloads"])
 
 
+@pytest.mark.heavy  # the bundled corpus loaded and judged by the CLI
 def test_environment_shifts_are_drift_not_regression(
     findings: pl.DataFrame, truth: pl.DataFrame
 ) -> None:
@@ -86,6 +87,7 @@ def test_environment_shifts_are_drift_not_regression(
         assert verdicts == {"drift"}, (row, verdicts)
 
 
+@pytest.mark.heavy  # the bundled corpus loaded and judged by the CLI
 def test_conflicts_are_reported_not_judged(judged: dict[str, Any], truth: pl.DataFrame) -> None:
     quality = pl.DataFrame(judged["quality"], infer_schema_length=None)
     conflicts = truth.filter(pl.col("effect") == "conflict")
@@ -99,6 +101,7 @@ def test_conflicts_are_reported_not_judged(judged: dict[str, Any], truth: pl.Dat
         assert hits.height > 0, row
 
 
+@pytest.mark.heavy  # the bundled corpus loaded and judged by the CLI
 def test_no_regression_where_none_was_injected(findings: pl.DataFrame, truth: pl.DataFrame) -> None:
     effects = truth.filter(pl.col("effect").is_in([*FLAGS, "changepoint"])).select(KEY)
     outliers = truth.filter(pl.col("effect") == "outlier")
@@ -109,6 +112,7 @@ def test_no_regression_where_none_was_injected(findings: pl.DataFrame, truth: pl
         assert ends & touched, f"{row['verdict']} not in truth: {row}"
 
 
+@pytest.mark.heavy  # the bundled corpus loaded and judged by the CLI
 def test_coverage_counts_every_series(judged: dict[str, Any]) -> None:
     coverage = judged["coverage"]
     assert coverage["series"] >= coverage["compared"] > 0
@@ -138,6 +142,7 @@ def test_bundled_corpus_holds_a_long_history(truth: pl.DataFrame, positions: pl.
         assert row["from_session"] == row["to_session"], row
 
 
+@pytest.mark.heavy  # the bundled corpus loaded and judged by the CLI
 def test_level_shifts_of_the_long_history_are_change_points(
     judged: dict[str, Any], truth: pl.DataFrame, positions: pl.DataFrame
 ) -> None:
@@ -158,6 +163,7 @@ def test_level_shifts_of_the_long_history_are_change_points(
         assert (near["change"] * row["change"] > 0).all(), (row, near["change"])
 
 
+@pytest.mark.heavy  # the bundled corpus loaded and judged by the CLI
 def test_outlier_sessions_are_reported(judged: dict[str, Any], truth: pl.DataFrame) -> None:
     quality = pl.DataFrame(judged["quality"], infer_schema_length=None)
     steps = pl.DataFrame(judged["steps"], infer_schema_length=None)
@@ -172,6 +178,7 @@ def test_outlier_sessions_are_reported(judged: dict[str, Any], truth: pl.DataFra
         assert marked.height > 0 and (marked["verdict"] == "inconclusive").all(), row
 
 
+@pytest.mark.heavy  # the bundled corpus loaded and judged by the CLI
 def test_nothing_is_called_a_change_at_an_outlier_session(
     judged: dict[str, Any], findings: pl.DataFrame, truth: pl.DataFrame
 ) -> None:

@@ -1,0 +1,254 @@
+"""Change points that resume: the E-divisive search of :mod:`kiana.stats.changepoints`,
+able to take the sessions appended to a series without searching it again.
+
+The search splits a series at the ``tau`` maximising ``Q(tau)``, tests the split, and
+searches both sides again (binary segmentation).  ``Q`` of a segment of ``L`` values
+needs three vectors of its pairwise distances (:func:`q_state`, the same additions in
+the same order as :func:`kiana.stats.changepoints.q_statistics`, so the same bits):
+``diag[a]`` (every pair among the first ``a + 1`` values, each twice), ``last[a]`` (the
+first ``a + 1`` values against every value) and ``rows[j]`` (every value against value
+``j``).  A value appended to the segment extends them in ``O(L)`` (:func:`append`)
+instead of ``O(L^2)``.
+
+A series appended to keeps, on its *right chain* (the segments that end at its last
+value: the whole series, then the right side of each accepted split), the state of
+each segment.  When the new values arrive, each link of the chain is extended and
+tested again; while a link splits where it split before, its left side (values that did
+not change) keeps its change points, and the next link is the right side.  The first
+link whose split moves (or whose test turns) is searched again from scratch, with
+everything right of it (:func:`search`).  :func:`resume` does this for one series;
+``tests/shards/test_creep.py`` holds it, and :func:`search`, to the judge's change points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from kiana.stats.changepoints import (
+    _BATCH_CELLS,
+    _empty,
+    _median,
+    _verdicts,
+    empty_changepoints,
+    row_medians,
+    yuen_p,
+)
+from kiana.stats.options import JudgeOptions
+
+#: The change-point rows as the judge gives them, plus ``_index`` (the index of the
+#: first value after the shift: where :func:`resume` finds it again).
+INDEX = "_index"
+
+
+@dataclass
+class Link:
+    """One segment of a series' right chain: where it starts, the split it took (the
+    index of the first value after it, or None when it was not accepted or not tested),
+    the p-value of that split, and its state (None: too short to be tested)."""
+
+    start: int
+    split: int | None
+    p: float | None
+    diag: np.ndarray | None = None
+    last: np.ndarray | None = None
+    rows: np.ndarray | None = None
+
+
+@dataclass
+class Found:
+    """A series' change points ``(index, p)``, sorted, and its right chain."""
+
+    points: list[tuple[int, float]]
+    chain: list[Link]
+
+
+def q_state(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(diag, last, rows)`` of every segment (row of ``x``, G x L): see the module
+    docstring; :func:`q_from` turns them into ``Q``."""
+    length = x.shape[1]
+    c = np.subtract(x[:, :, None], x[:, None, :])
+    np.abs(c, out=c)
+    for i in range(1, length):
+        np.add(c[:, i - 1, :], c[:, i, :], out=c[:, i, :])
+    rows = c[:, length - 1, :].copy()
+    np.cumsum(c, axis=2, out=c)
+    index = np.arange(length)
+    return c[:, index, index].copy(), c[:, :, length - 1].copy(), rows
+
+
+def q_from(diag: np.ndarray, last: np.ndarray, min_size: int) -> np.ndarray:
+    """``Q(tau)`` for ``tau = min_size .. L - min_size`` of each segment (rows), as
+    :func:`kiana.stats.changepoints.q_statistics` computes it."""
+    length = diag.shape[1]
+    tau = np.arange(min_size, length - min_size + 1)
+    m = tau.astype(np.float64)
+    k = (length - tau).astype(np.float64)
+    full = diag[:, length - 1][:, None]
+    left = diag[:, tau - 1]
+    between = last[:, tau - 1] - left
+    right = full - left - 2.0 * between
+    e = 2.0 * between / (m * k) - left / (m * (m - 1.0)) - right / (k * (k - 1.0))
+    return np.asarray(m * k / (m + k) * e)
+
+
+def append(link: Link, values: np.ndarray, new: float) -> None:
+    """Extend ``link``'s state by one value (``values``: the segment before it)."""
+    assert link.diag is not None and link.last is not None and link.rows is not None
+    d = np.abs(np.subtract(values, new))
+    column = np.cumsum(np.append(d, 0.0))
+    rows = np.append(link.rows + d, column[-1])
+    corner = np.cumsum(rows)[-1]
+    link.last = np.append(link.last + column[:-1], corner)
+    link.diag = np.append(link.diag, corner)
+    link.rows = rows
+
+
+def _test(
+    x: np.ndarray, noise: np.ndarray, q: np.ndarray, options: JudgeOptions
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The split, p-value and acceptance of each segment (rows), as the judge's."""
+    min_size = options.changepoint_min_size
+    length = x.shape[1]
+    fl = np.nan_to_num(row_medians(noise), nan=0.0)
+    tau = np.argmax(q, axis=1) + min_size
+    p = yuen_p(x, fl, tau)
+    cols = np.arange(length)[None, :] < tau[:, None]
+    med_l = row_medians(np.where(cols, x, np.nan))
+    med_r = row_medians(np.where(cols, np.nan, x))
+    size = np.abs(np.expm1(med_r - med_l))
+    ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
+    return tau, p, ok
+
+
+def search(
+    values: list[np.ndarray],
+    noise: list[np.ndarray],
+    starts: list[tuple[int, int]],
+    options: JudgeOptions,
+) -> dict[int, Found]:
+    """The change points and right chains of the series ``s`` of ``starts``, searched
+    from value ``a`` to the end (the judge's :func:`kiana.stats.changepoints.detect`
+    from those segments on; ``a = 0``: the whole series)."""
+    min_size = options.changepoint_min_size
+    out = {s: Found([], []) for s, _ in starts}
+    active = [(s, a, len(values[s])) for s, a in starts]
+    while active:
+        by_length: dict[int, list[tuple[int, int, int]]] = {}
+        for seg in active:
+            if seg[2] - seg[1] >= 2 * min_size:
+                by_length.setdefault(seg[2] - seg[1], []).append(seg)
+            elif seg[2] == len(values[seg[0]]):  # an untested end of the chain
+                out[seg[0]].chain.append(Link(seg[1], None, None))
+        active = []
+        for length, segs in by_length.items():
+            step = max(1, _BATCH_CELLS // (length * length))
+            for lo in range(0, len(segs), step):
+                batch = segs[lo : lo + step]
+                x = np.stack([values[s][a:b] for s, a, b in batch])
+                nz = np.stack([noise[s][a:b] for s, a, b in batch])
+                diag, last, rows = q_state(x)
+                tau, p, ok = _test(x, nz, q_from(diag, last, min_size), options)
+                for i, (s, a, b) in enumerate(batch):
+                    good, t = bool(ok[i]), int(tau[i])
+                    if b == len(values[s]):
+                        link = Link(a, a + t if good else None, float(p[i]) if good else None)
+                        link.diag, link.last, link.rows = diag[i], last[i], rows[i]
+                        out[s].chain.append(link)
+                    if good:
+                        out[s].points.append((a + t, float(p[i])))
+                        active.extend([(s, a, a + t), (s, a + t, b)])
+    for found in out.values():
+        found.points.sort()
+        found.chain.sort(key=lambda link: link.start)
+    return out
+
+
+def resume(
+    old: Found, values: np.ndarray, noise: np.ndarray, before: int, options: JudgeOptions
+) -> Found:
+    """The change points of a series whose first ``before`` values are those ``old``
+    was found on and the rest were appended (module docstring)."""
+    min_size = options.changepoint_min_size
+    chain: list[Link] = []
+    points: list[tuple[int, float]] = []
+    for link in old.chain:
+        if link.diag is None:  # too short to be tested before: search from here
+            break
+        for j in range(before, values.size):
+            append(link, values[link.start : j], float(values[j]))
+        assert link.diag is not None and link.last is not None
+        x = values[link.start :][None, :]
+        q = q_from(link.diag[None, :], link.last[None, :], min_size)
+        tau, p, ok = _test(x, noise[link.start :][None, :], q, options)
+        split = link.start + int(tau[0]) if bool(ok[0]) else None
+        if split != link.split:
+            break
+        link.p = float(p[0]) if split is not None else None
+        chain.append(link)
+        if split is None:
+            return Found(points, chain)
+        points += [c for c in old.points if link.start < c[0] < split]
+        points.append((split, float(p[0])))
+    start = chain[-1].split if chain else 0
+    assert start is not None
+    if start == 0 and values.size < options.changepoint_min_points:
+        return Found([], [])
+    fresh = search([values], [noise], [(0, start)], options)[0]
+    return Found(sorted(points + fresh.points), chain + fresh.chain)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series to give rows for: its keys and labels (``partition_id``,
+    ``provider``, ``metric``, ``kernel``, ``pass``, ``gpu``, ``workload``), the version
+    of each value, the values (log medians) and what was found on them."""
+
+    head: dict[str, object]
+    versions: list[str]
+    values: np.ndarray
+    found: Found
+
+
+def rows(series: list[Series]) -> pl.DataFrame:
+    """The change-point rows of ``series`` (in their order), as
+    :func:`kiana.stats.changepoints.changepoints` writes them, with :data:`INDEX`;
+    their verdicts need every series of a partition (:func:`verdicts`)."""
+    empty = _empty()
+    out: list[dict[str, object]] = []
+    for one in series:
+        listed: list[float] = one.values.tolist()
+        cps = one.found.points
+        bounds = [0, *(i for i, _ in cps), len(listed)]
+        for j, (i, pv) in enumerate(cps):
+            before = _median(listed[bounds[j] : i])
+            after = _median(listed[i : bounds[j + 2]])
+            out.append(
+                {
+                    **one.head,
+                    "from_version": one.versions[i - 1],
+                    "to_version": one.versions[i],
+                    "segment_start": one.versions[bounds[j]],
+                    "segment_end": one.versions[bounds[j + 2] - 1],
+                    "before_level": float(np.exp(before)),
+                    "after_level": float(np.exp(after)),
+                    "change": float(np.expm1(after - before)),
+                    "p_value": pv,
+                    "n_points": len(listed),
+                    INDEX: i,
+                }
+            )
+    schema = {**empty.schema, INDEX: pl.Int64()}
+    if not out:
+        return pl.DataFrame(schema=schema)
+    return pl.DataFrame(out, schema=schema, strict=False)
+
+
+def verdicts(frame: pl.DataFrame) -> pl.DataFrame:
+    """The judge's verdict, control and evidence of change-point rows (every row of a
+    partition, in series order: the control named is the first baseline's)."""
+    if frame.height == 0:
+        return empty_changepoints().with_columns(pl.lit(None, pl.Int64).alias(INDEX))
+    return _verdicts(frame)

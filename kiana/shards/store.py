@@ -1,0 +1,330 @@
+"""The stored judgement: the judge's frames kept in the database, with the loads they
+rest on, so that ``kiana regressions`` after a load re-judges only what the new
+sessions touch (:mod:`kiana.shards.incremental`) and reads the rest back.
+
+Tables (created here, beside the loader's, all named ``judged_*``):
+
+``judged_meta``         ``key`` (the :class:`~kiana.stats.JudgeOptions`, kiana's version
+                        and the code changes it was judged with: :func:`key`) and
+                        ``loads`` (every load id with its runs, as JSON)
+``judged_gpus``         per GPU: runs, judged runs, steps, how many of them its
+                        calibration rests on and their cut, its coverage (JSON)
+``judged_calibration``  every GPU's :class:`~kiana.stats.Calibration` rows
+``judged_versions``     per GPU and version label, its first judged run
+``judged_findings``     the findings; ``judged_steps`` the steps; ``judged_outliers``
+                        the ``outlier`` quality rows; ``judged_aa`` the A/A steps;
+                        ``judged_changepoints`` the change points
+``judged_points``       every session point of every series (level, noise, position)
+``judged_segments``     each series' change-point search state (:mod:`kiana.shards.creep`)
+
+A stored judgement is *current* when its key is the one asked for and the database
+holds exactly the loads it rests on (:func:`status`); then it is the judgement of
+:func:`kiana.shards.judge_all` (one shard: the same rows in the same order;
+``tests/shards/test_incremental.py``).  Anything else is ``stale`` (loads were added:
+:func:`kiana.shards.incremental.update`) or must be judged again in full
+(:func:`rebuild`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import duckdb
+import polars as pl
+
+from kiana.shards.unit import GPU_SCHEMA, Unit
+
+if TYPE_CHECKING:
+    from kiana.stats import CodeChanges, Coverage, JudgeOptions
+
+#: Bumped whenever what is stored changes meaning: older stored judgements are rebuilt.
+STORE_VERSION = 2
+#: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
+TABLES: dict[str, str] = {
+    "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
+    "judged_aa": "aa", "judged_points": "points", "judged_segments": "segments",
+    "judged_changepoints": "changepoints", "judged_calibration": "calibration",
+}  # fmt: skip
+Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]
+
+
+def key(options: JudgeOptions, code_changes: CodeChanges | None) -> str | None:
+    """What a stored judgement is valid for: the options, kiana's version and the code
+    changes (None for code changes kiana cannot name: such a judgement is not stored)."""
+    from kiana import __version__
+    from kiana.culprits.changes import GitCodeChanges
+
+    if code_changes is None:
+        changes = "none"
+    elif isinstance(code_changes, GitCodeChanges):
+        changes = f"git:{Path(code_changes.repo).resolve()}"
+    else:
+        return None
+    text = f"{STORE_VERSION}|{__version__}|{options!r}|{changes}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def exists(con: duckdb.DuckDBPyConnection) -> bool:
+    rows = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judged_meta' "
+        "AND database_name = current_database()"
+    ).fetchall()
+    return bool(rows[0][0])
+
+
+def loads(con: duckdb.DuckDBPyConnection) -> dict[int, int]:
+    """Every load id of the runs table and its runs."""
+    rows = con.execute("SELECT load_id, count(*) FROM runs GROUP BY load_id").fetchall()
+    return {int(a): int(b) for a, b in rows}
+
+
+def meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return {str(k): str(v) for k, v in con.execute("SELECT * FROM judged_meta").fetchall()}
+
+
+def stored_loads(con: duckdb.DuckDBPyConnection) -> dict[int, int]:
+    return {int(k): int(v) for k, v in json.loads(meta(con).get("loads", "{}")).items()}
+
+
+def status(
+    con: duckdb.DuckDBPyConnection, options: JudgeOptions, code_changes: CodeChanges | None
+) -> Status:
+    """Whether the stored judgement answers ``options`` on the runs as they are now:
+    ``current``; ``stale`` (runs were loaded since: an update re-judges what they
+    touch); ``missing``, ``other`` (judged with other options, another kiana or other
+    code changes), ``invalid`` (runs it rests on are gone) or ``unstorable`` (code
+    changes kiana cannot name): judged again in full."""
+    wanted = key(options, code_changes)
+    if wanted is None:
+        return "unstorable"
+    if not exists(con):
+        return "missing"
+    if meta(con).get("key") != wanted:
+        return "other"
+    before, now = stored_loads(con), loads(con)
+    if before == now:
+        return "current"
+    if all(now.get(load) == runs for load, runs in before.items()):
+        return "stale"
+    return "invalid"
+
+
+def writable(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con`` is a database file opened for writing (an in-memory database is
+    never worth storing a judgement in)."""
+    rows = con.execute(
+        "SELECT path, readonly FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    return bool(rows) and bool(rows[0][0]) and not bool(rows[0][1])
+
+
+@cache
+def schemas() -> dict[str, dict[str, pl.DataType]]:
+    """The column types of every per-unit table: those of the frames of a judge of no
+    run (origins are strings even where no finding has one)."""
+    from kiana.shards.unit import judge_unit
+    from kiana.stats import JudgeOptions
+    from kiana.vocabulary import JUDGED_COLUMNS
+
+    dtypes: dict[str, pl.DataType] = {c: pl.String() for c in JUDGED_COLUMNS}
+    dtypes |= {"observed_at": pl.Datetime("us"), "median": pl.Float64(), "p20": pl.Float64()}
+    dtypes |= {"p80": pl.Float64(), "origin": pl.String()}
+    _, unit = judge_unit(pl.DataFrame(schema=dtypes), JudgeOptions())
+    out = {table: dict(getattr(unit, name).schema) for table, name in TABLES.items()}
+    for column in ("from_origin", "to_origin"):
+        out["judged_findings"][column] = pl.String()
+    return out
+
+
+def shaped(table: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with the columns and types of ``table``."""
+    return frame.select(pl.col(c).cast(t) for c, t in schemas()[table].items())
+
+
+def create(con: duckdb.DuckDBPyConnection, the_key: str) -> None:
+    """(Re)create every table, empty, with ``the_key`` and no loads."""
+    drop(con)
+    con.execute("CREATE TABLE judged_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO judged_meta VALUES ('key', ?), ('loads', '{}')", [the_key])
+    con.execute(
+        "CREATE TABLE judged_gpus (gpu VARCHAR, runs BIGINT, runs_judged BIGINT, "
+        "steps BIGINT, prefix BIGINT, cut TIMESTAMP, coverage VARCHAR)"
+    )
+    con.execute(
+        "CREATE TABLE judged_versions (gpu VARCHAR, liger_version VARCHAR, "
+        "first_observed_at TIMESTAMP)"
+    )
+    for table, schema in schemas().items():
+        empty = pl.DataFrame(schema=schema)  # noqa: F841 (read by DuckDB)
+        con.execute(f"CREATE TABLE {table} AS SELECT * FROM empty")
+
+
+def drop(con: duckdb.DuckDBPyConnection) -> None:
+    for table in (*TABLES, "judged_meta", "judged_gpus", "judged_versions"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    rows = shaped(table, frame)  # noqa: F841 (read by DuckDB)
+    con.execute(f"INSERT INTO {table} SELECT * FROM rows")
+
+
+def insert_unit(con: duckdb.DuckDBPyConnection, unit: Unit | dict[str, Path]) -> None:
+    """Insert one unit's frames (or the Parquet files a worker wrote of them)."""
+    for table, name in TABLES.items():
+        if isinstance(unit, Unit):
+            insert(con, table, getattr(unit, name))
+        else:
+            quoted = "'" + str(unit[name]).replace("'", "''") + "'"
+            con.execute(f"INSERT INTO {table} SELECT * FROM read_parquet({quoted})")
+
+
+def write_unit(unit: Unit, folder: Path, index: int) -> dict[str, Path]:
+    """Write one unit's frames as Parquet files (a worker's output)."""
+    paths: dict[str, Path] = {}
+    for table, name in TABLES.items():
+        path = folder / f"{name}-{index:05d}.parquet"
+        shaped(table, getattr(unit, name)).write_parquet(path, compression="lz4")
+        paths[name] = path
+    paths["gpus"] = folder / f"gpus-{index:05d}.parquet"
+    unit.gpus.write_parquet(paths["gpus"])
+    return paths
+
+
+def finish(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    gpus: pl.DataFrame,
+    touched: list[str] | None = None,
+) -> None:
+    """Record, for the GPUs judged (``gpus``: :attr:`Unit.gpus` rows; ``touched``: every
+    GPU whose rows changed, default those), their counts, coverage and version firsts,
+    and the loads the judgement now rests on."""
+    names = sorted(set(touched if touched is not None else gpus["gpu"].to_list()))
+    if names:
+        con.execute("DELETE FROM judged_gpus WHERE gpu IN (SELECT unnest($g))", {"g": names})
+        con.execute("DELETE FROM judged_versions WHERE gpu IN (SELECT unnest($g))", {"g": names})
+    counted = dict(
+        con.execute(
+            "SELECT gpu, count(*) FROM runs WHERE gpu IN (SELECT unnest($g)) GROUP BY gpu",
+            {"g": names},
+        ).fetchall()
+    )
+    known = {str(r["gpu"]): r for r in gpus.iter_rows(named=True)}
+    for gpu in names:
+        row = known.get(gpu, {"steps": 0, "prefix": 0, "cut": None, "runs_judged": 0})
+        covered = json.dumps(coverage_of(con, gpu, options).to_dict())
+        con.execute(
+            "INSERT INTO judged_gpus VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [gpu, int(counted.get(gpu, 0)), row["runs_judged"], row["steps"], row["prefix"],
+             row["cut"], covered],
+        )  # fmt: skip
+    con.execute(
+        "INSERT INTO judged_versions SELECT gpu, liger_version, min(observed_at) FROM runs "
+        "WHERE gpu IN (SELECT unnest($g)) AND status = 'passed' AND median IS NOT NULL "
+        "AND NOT isnan(median) GROUP BY ALL",
+        {"g": names},
+    )
+    con.execute(
+        "UPDATE judged_meta SET value = ? WHERE key = 'loads'",
+        [json.dumps({str(k): v for k, v in sorted(loads(con).items())})],
+    )
+
+
+def coverage_of(con: duckdb.DuckDBPyConnection, gpu: str, options: JudgeOptions) -> Coverage:
+    """The coverage of one GPU (:func:`kiana.stats.coverage.coverage` of its stored
+    points, steps and A/A steps, and every series of its runs)."""
+    from kiana.stats.coverage import coverage
+
+    keys = "partition_id, provider, metric"
+    where = {"g": gpu}
+    points = con.sql(
+        f"SELECT {keys}, conflict FROM judged_points WHERE gpu = $g", params=where
+    ).pl()
+    steps = con.sql(f"SELECT DISTINCT {keys} FROM judged_steps WHERE gpu = $g", params=where).pl()
+    aa = con.sql(f"SELECT DISTINCT {keys} FROM judged_aa WHERE gpu = $g", params=where).pl()
+    runs = con.sql(f"SELECT DISTINCT {keys} FROM runs WHERE gpu = $g", params=where).pl()
+    return coverage(points, steps, options, runs, reruns=aa)
+
+
+def rebuild(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    code_changes: CodeChanges | None = None,
+    *,
+    max_runs: int | None = None,
+) -> None:
+    """Judge every run again and store it (one transaction), shard by shard as
+    :func:`kiana.shards.judge_all` does; small databases in this process, larger ones
+    one shard per fresh interpreter (:mod:`kiana.shards.worker`)."""
+    the_key = key(options, code_changes)
+    assert the_key is not None
+    con.execute("BEGIN TRANSACTION")
+    try:
+        create(con, the_key)
+        rows = list(_judge_units(con, options, code_changes, max_runs))
+        gpus = pl.concat(rows) if rows else pl.DataFrame(schema=GPU_SCHEMA)
+        every = [str(g) for (g,) in con.execute("SELECT DISTINCT gpu FROM runs").fetchall()]
+        finish(con, options, gpus, every)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def rejudge(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    code_changes: CodeChanges | None,
+    gpus: list[str],
+    *,
+    max_runs: int | None = None,
+) -> None:
+    """Judge the runs of ``gpus`` again in full and replace their stored rows (inside
+    the caller's transaction): exact, since nothing the judge computes crosses GPUs."""
+    if not gpus:
+        return
+    for table in TABLES:
+        con.execute(f"DELETE FROM {table} WHERE gpu IN (SELECT unnest($g))", {"g": gpus})
+    rows = list(_judge_units(con, options, code_changes, max_runs, gpus))
+    judged = pl.concat(rows) if rows else pl.DataFrame(schema=GPU_SCHEMA)
+    finish(con, options, judged, gpus)
+
+
+def _judge_units(
+    con: duckdb.DuckDBPyConnection,
+    options: JudgeOptions,
+    code_changes: CodeChanges | None,
+    max_runs: int | None,
+    only: list[str] | None = None,
+) -> Iterator[pl.DataFrame]:
+    """Judge and insert every shard (of the GPUs ``only`` names); yield each one's
+    :attr:`Unit.gpus`."""
+    import shutil
+    import tempfile
+
+    from kiana.shards import shard_inputs, worker
+    from kiana.shards.unit import judge_unit
+
+    folder = Path(tempfile.mkdtemp(prefix="kiana-store-"))
+    try:
+        for index, runs in enumerate(
+            shard_inputs(con, options, max_runs=max_runs, folder=lambda: folder, only=only)
+        ):
+            if isinstance(runs, pl.DataFrame):
+                unit = judge_unit(runs, options, code_changes)[1]
+                insert_unit(con, unit)
+                yield unit.gpus
+                continue
+            paths = worker.run_unit(runs, options, folder, index, code_changes)
+            insert_unit(con, paths)
+            yield pl.read_parquet(paths["gpus"])
+            for path in (runs, *paths.values()):
+                path.unlink(missing_ok=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,56 @@
+"""A change-point search resumed on appended values finds what a search of the whole
+series finds (the same points, p-values and right chain), shifts before, at and after
+the values appended; ``search`` itself is held to the judge's change points by the
+stored judgement's tests (``test_incremental.py``: change points compared)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kiana.shards import creep
+from kiana.stats import JudgeOptions
+
+OPTIONS = JudgeOptions()
+
+
+def _series(seed: int, length: int, shifts: list[tuple[int, float]]) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    values = rng.normal(0.0, 0.01, length)
+    for at, size in shifts:
+        values[at:] += size
+    return values
+
+
+def _same(a: creep.Found, b: creep.Found) -> None:
+    assert a.points == b.points
+    assert [(x.start, x.split, x.p) for x in a.chain] == [(y.start, y.split, y.p) for y in b.chain]
+    for x, y in zip(a.chain, b.chain, strict=True):
+        for name in ("diag", "last", "rows"):
+            u, v = getattr(x, name), getattr(y, name)
+            assert (u is None) == (v is None)
+            if u is not None:
+                assert np.array_equal(u, v)
+
+
+@pytest.mark.parametrize(
+    ("length", "before", "shifts"),
+    [
+        (60, 50, []),  # no change point
+        (60, 50, [(20, 0.2)]),  # one, left of the values appended
+        (80, 60, [(20, 0.2), (45, -0.15)]),  # two, both before
+        (70, 55, [(58, 0.25)]),  # one among the values appended
+        (90, 40, [(15, 0.1), (70, 0.3)]),  # one before, one after
+        (30, 8, [(20, 0.2)]),  # too short to be tested before
+    ],
+)
+def test_resume_equals_a_search_of_the_whole_series(
+    length: int, before: int, shifts: list[tuple[int, float]]
+) -> None:
+    values = _series(length + before, length, shifts)
+    noise = np.full(length, 0.005)
+    old = creep.search([values[:before]], [noise[:before]], [(0, 0)], OPTIONS)[0]
+    resumed = creep.resume(old, values, noise, before, OPTIONS)
+    whole = creep.search([values], [noise], [(0, 0)], OPTIONS)[0]
+    assert bool(whole.points) == bool(shifts)  # the shifts are found
+    _same(resumed, whole)
