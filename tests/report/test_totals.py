@@ -4,6 +4,7 @@ and the runs they chart in memory, the totals gathered one shard at a time:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -14,6 +15,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+import kiana
 import kiana.load
 import kiana.shards.runs
 from kiana import report
@@ -137,3 +139,26 @@ def test_the_page_of_several_shards_is_the_page_of_one(
     html_a, html_b = report.render(whole), report.render(sharded)
     assert report_rows(html_a) == report_rows(html_b)  # the findings tables, row by row
     assert _quality(html_a) == _quality(html_b)  # and everything else
+
+
+@pytest.mark.heavy
+def test_the_page_of_a_stored_judgement_is_the_page_of_one_shard(tmp_path: Path) -> None:
+    """A database file keeps its judgement (:mod:`kiana.shards.store`), read back one
+    GPU at a time: its report takes the bounded path and shows the same page."""
+    memory = kiana.load.connect(None)
+    kiana.load.load(memory, [ROOT / "data"])
+    whole = collect(memory, generated_at=T0)
+    memory.close()
+    db = kiana.load.connect(tmp_path / "data.duckdb")
+    kiana.load.load(db, [ROOT / "data"])
+    kiana.analyze(db)  # judges and stores
+    stored = collect(db, generated_at=T0)
+    db.close()
+    assert whole.totals is None and stored.totals is not None
+    # two loads: the database and the loads' times differ, nothing else may
+    stored = dataclasses.replace(stored, database=whole.database, quality=whole.quality)
+    assert gather(whole).counts == gather(stored).counts
+    assert report.headline(whole) == report.headline(stored)
+    html_a, html_b = report.render(whole), report.render(stored)
+    assert report_rows(html_a) == report_rows(html_b)
+    assert _quality(html_a) == _quality(html_b)
