@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from kiana.vocabulary import is_liger
+from kiana.harness import LIGER
 
 #: The fields a series is told apart by, in the order the near-miss names them.
 SERIES_FIELDS = ("kernel", "pass", "provider", "gpu", "workload", "metric")
@@ -44,7 +44,7 @@ class Rejected:
 
     @property
     def is_liger(self) -> bool:
-        return self.provider is None or is_liger(self.provider)
+        return self.provider is None or LIGER.is_subject_provider(self.provider)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,9 @@ class Accounting:
     def liger_conflicts(self) -> int:
         if self.conflicts.height == 0:
             return 0
-        return self.conflicts.filter(pl.col("provider").map_elements(is_liger, pl.Boolean)).height
+        return self.conflicts.filter(
+            pl.col("provider").map_elements(LIGER.is_subject_provider, pl.Boolean)
+        ).height
 
     @property
     def failing(self) -> int:

@@ -47,7 +47,7 @@ from kiana.shards.runs import (
     write_origins,
 )
 from kiana.stats import CodeChanges, Judgement, JudgeOptions, judge
-from kiana.stats.versions import check_baseline
+from kiana.stats.versions import check_baseline, version_table
 
 __all__ = [
     "Judged",
@@ -80,12 +80,12 @@ def judge_all(
     options = options or JudgeOptions()
     shards = plan(con, max_runs=max_runs)
     judged = Judged(spill=spill)
+    if options.baseline is not None:
+        check_baseline(_versions(con), options.baseline)
     if len(shards) <= 1:  # everything at once, as the judge always did
         runs = shard_runs(con)
         judged.add(runs, judge_shard(runs, options, code_changes))
         return judged
-    if options.baseline is not None:
-        check_baseline(_versions(con), options.baseline)
     with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as folder:
         origins = write_origins(con, Path(folder))
         with _duckdb_share(con, READ_SHARE):
@@ -123,12 +123,14 @@ def _duckdb_share(con: duckdb.DuckDBPyConnection, share: int = DUCKDB_SHARE) -> 
 
 
 def _versions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """The versions of the judgeable runs (passed, with a median), for the baseline check."""
+    """The versions of the judgeable runs (passed, with a median), in kiana's order (their
+    first observations, :func:`kiana.stats.versions.version_table`), for the baseline
+    check."""
     frame: pl.DataFrame = con.sql(
-        "SELECT DISTINCT liger_version FROM runs "
-        "WHERE status = 'passed' AND median IS NOT NULL AND NOT isnan(median) ORDER BY 1"
+        "SELECT version, min(observed_at) AS observed_at FROM runs "
+        "WHERE status = 'passed' AND median IS NOT NULL AND NOT isnan(median) GROUP BY 1"
     ).pl()
-    return frame
+    return version_table(frame)
 
 
 def judge_shard(
