@@ -80,7 +80,7 @@ def judge_all(
     options = options or JudgeOptions()
     shards = plan(con, max_runs=max_runs)
     judged = Judged(spill=spill)
-    if options.baseline is not None:
+    if options.baseline is not None:  # some GPU has it (each shard's judge cannot tell)
         check_baseline(_versions(con), options.baseline)
     if len(shards) <= 1:  # everything at once, as the judge always did
         runs = shard_runs(con)
@@ -123,14 +123,13 @@ def _duckdb_share(con: duckdb.DuckDBPyConnection, share: int = DUCKDB_SHARE) -> 
 
 
 def _versions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """The versions of the judgeable runs (passed, with a median), in kiana's order (their
-    first observations, :func:`kiana.stats.versions.version_table`), for the baseline
-    check."""
-    frame: pl.DataFrame = con.sql(
+    """The version table of the judgeable runs (passed, with a median), oldest first,
+    for the baseline check (:func:`kiana.stats.versions.version_table`)."""
+    firsts: pl.DataFrame = con.sql(
         "SELECT version, min(observed_at) AS observed_at FROM runs "
         "WHERE status = 'passed' AND median IS NOT NULL AND NOT isnan(median) GROUP BY 1"
     ).pl()
-    return version_table(frame)
+    return version_table(firsts)
 
 
 def judge_shard(

@@ -39,7 +39,6 @@ from collections.abc import Callable
 
 import numpy as np
 import polars as pl
-from scipy.special import erfc
 
 from kiana.stats.nullfit import log_alt, log_t
 
@@ -146,6 +145,8 @@ def equivalent(post: np.ndarray, separation: float, exponent: float = 1.0) -> np
     = T(separation)`` with ``T`` the two-sided normal tail (bisection in ``ln g``).  A
     group likely calm but possibly shifted gets the noise its possible shift demands at
     the tail the decisions test, not the posterior mean."""
+    from scipy.special import erfc  # scipy at first use: the CLI starts quicker
+
     grid = FACTORS**exponent
     target = erfc(separation / math.sqrt(2.0))
     lo = np.full(post.shape[0], math.log(grid.min()) - 1.0)

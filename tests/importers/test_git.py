@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ from kiana.errors import InputError
 from kiana.importers.git import import_git
 from kiana.importers.rows import COLUMNS
 from tests.conftest import run_kiana
+from tests.importers.test_liger import csv_text
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -38,14 +36,6 @@ BASE = {
     "liger_version": "0.5.0",
 }
 CSV_PATH = "benchmark/data/all_benchmark_data.csv"
-
-
-def csv_text(*rows: dict[str, str], columns: tuple[str, ...] = COLUMNS) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
 
 
 def git(repo: Path, *args: str) -> str:
@@ -152,12 +142,7 @@ def test_not_a_repository_is_an_input_error(tmp_path: Path) -> None:
 
 def test_cli_reports_commits_rows_and_versions(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "h.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "kiana", "import", "liger", "--git", str(repo), "--jsonl", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_kiana("import", "liger", "--git", str(repo), "--jsonl", str(out))
     assert done.returncode == 0, done.stderr
     assert "git: 3 commits, 3 CSV versions, 6 rows seen, 5 distinct rows" in done.stdout
     assert "liger versions recovered: 3 (0.5.0, 0.6.0, 0.7.0)" in done.stdout
@@ -213,12 +198,7 @@ def test_cli_git_labels_reach_the_labels_table(repo: Path, tmp_path: Path) -> No
     from kiana import load
 
     db = tmp_path / "k.duckdb"
-    done = subprocess.run(
-        [sys.executable, "-m", "kiana", "import", "liger", "--git", str(repo), "--db", str(db)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_kiana("import", "liger", "--git", str(repo), "--db", str(db))
     assert done.returncode == 0, done.stderr
     assert "(loaded 5, already present 0, rejected 0)" in done.stdout
     con = load.connect(db)

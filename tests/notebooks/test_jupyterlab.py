@@ -18,21 +18,15 @@ from typing import Any
 import pytest
 
 from kiana.charts import VEGALITE_MIME
+from tests.browser import MARKS
+from tests.browser import chromium as launched_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "report" / "artifacts"
-ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
 
 pytestmark = [
-    pytest.mark.browser,
+    *MARKS,
     pytest.mark.heavy,  # a kernel to execute the notebook, a JupyterLab server: ~30 s
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
-    ),
     pytest.mark.skipif(
         shutil.which("jupyter-lab", path=str(Path(sys.executable).parent)) is None,
         reason="needs JupyterLab (pip install -e '.[notebooks]')",
@@ -102,14 +96,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    from playwright import sync_api
-
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with launched_chromium() as browser:
+        yield browser
 
 
 #: Charts drawn by JupyterLab's Vega renderer, and by the inline HTML.

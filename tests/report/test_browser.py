@@ -16,34 +16,18 @@ from typing import Any
 
 import pytest
 
+from tests.browser import MARKS, chromium
 from tests.report_fixtures import build_page, sample_database
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
-ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="needs Debian's chromium at /usr/bin/chromium (run .ci/install-chromium)",
-    ),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright import sync_api  # a [test] dependency: missing, the test fails
-
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def _report(tmp_path: Path, hostile: bool) -> Path:

@@ -6,34 +6,14 @@ go to tests/artifacts/.  Skips without /usr/bin/chromium."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
+from tests.browser import MARKS
 from tests.report.conftest import Made
 from tests.report.scan_fixtures import cli_lines
-from tests.report.test_browser import ARGS, ARTIFACTS, CHROMIUM, Watch
+from tests.report.test_browser import ARTIFACTS, Watch
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="needs Debian's chromium at /usr/bin/chromium (run .ci/install-chromium)",
-    ),
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright import sync_api
-
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+pytestmark = MARKS
 
 
 def _open(browser: Any, made: Made) -> tuple[Any, Watch]:

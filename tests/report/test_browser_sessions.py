@@ -9,18 +9,14 @@ from typing import Any
 
 import pytest
 
+from tests.browser import MARKS
 from tests.report.sessions_fixtures import session_database
-from tests.report.test_browser import CHROMIUM, Watch, browser
+from tests.report.test_browser import Watch, browser
 from tests.report_fixtures import NOW
 
 __all__ = ["browser"]  # the fixture, shared with test_browser.py
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
-    ),
-]
+pytestmark = MARKS
 
 #: The symbol and rect items of a drawn chart: the datum's provider, point and x.
 _ITEMS = """(id) => {

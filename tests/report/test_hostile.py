@@ -12,17 +12,8 @@ from typing import Any
 import pytest
 
 from tests import reliability as rel
+from tests.browser import CHROMIUM, SKIP_REASON, chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 #: Payloads for any string; those of SLASHLESS also fit the "/"-separated ids.
 PAYLOADS = (
     "<script>alert(1)</script>",
@@ -100,35 +91,29 @@ def test_no_raw_markup_from_the_data_in_the_html(report: Path) -> None:
 @pytest.fixture(scope="module")
 def page(report: Path) -> Iterator[tuple[Any, dict[str, list[str]]]]:
     if not CHROMIUM.exists():
-        pytest.skip("needs Debian's chromium at /usr/bin/chromium (.ci/install-chromium)")
-    from playwright import sync_api  # a [test] dependency: missing, the test fails
-
+        pytest.skip(SKIP_REASON)
     seen: dict[str, list[str]] = {"dialogs": [], "requests": [], "errors": []}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            tab = browser.new_page()
+    with chromium() as browser:
+        tab = browser.new_page()
 
-            def dialog(d: Any) -> None:
-                seen["dialogs"].append(d.message)
-                d.dismiss()
+        def dialog(d: Any) -> None:
+            seen["dialogs"].append(d.message)
+            d.dismiss()
 
-            def route(r: Any) -> None:
-                if r.request.url.startswith(("file://", "data:", "blob:", "about:")):
-                    r.continue_()
-                else:
-                    seen["requests"].append(r.request.url)
-                    r.abort()
+        def route(r: Any) -> None:
+            if r.request.url.startswith(("file://", "data:", "blob:", "about:")):
+                r.continue_()
+            else:
+                seen["requests"].append(r.request.url)
+                r.abort()
 
-            tab.on("dialog", dialog)
-            tab.on("pageerror", lambda e: seen["errors"].append(str(e)))
-            tab.route("**/*", route)
-            tab.goto(report.resolve().as_uri(), wait_until="load")
-            tab.evaluate("() => window.kianaRenderAll && window.kianaRenderAll()")
-            tab.wait_for_timeout(1500)
-            yield tab, seen
-        finally:
-            browser.close()
+        tab.on("dialog", dialog)
+        tab.on("pageerror", lambda e: seen["errors"].append(str(e)))
+        tab.route("**/*", route)
+        tab.goto(report.resolve().as_uri(), wait_until="load")
+        tab.evaluate("() => window.kianaRenderAll && window.kianaRenderAll()")
+        tab.wait_for_timeout(1500)
+        yield tab, seen
 
 
 @pytest.mark.browser
