@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from kiana.harness import LIGER
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,7 +34,7 @@ def test_the_readme_snippet_runs_from_the_repository_root(
     exec(compile(code, "README.md", "exec"), scope)
     top = scope["top"]
     assert isinstance(top, dict)
-    assert top["is_subject"] and str(top["provider"]).startswith("liger"), top["provider"]
+    assert top["is_subject"] and LIGER.role(str(top["provider"])) == "subject", top["provider"]
     assert top["verdict"] == "regression", top
     chart = eval(code.strip().splitlines()[-1].split("#")[0], scope)
     assert isinstance(chart, alt.HConcatChart)

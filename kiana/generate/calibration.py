@@ -221,10 +221,6 @@ def measure_generated(
     return measure(pl.concat(frames), step_min_ms=step_min_ms)
 
 
-def _is_liger() -> pl.Expr:
-    return subject_expr()
-
-
 def _bins(latency: pl.DataFrame) -> tuple[LatencyBin, ...]:
     ms = pl.col("median") / 1e6
     single = (pl.col("p20") == pl.col("median")) & (pl.col("p80") == pl.col("median"))
@@ -252,7 +248,7 @@ def measure(runs: pl.DataFrame, step_min_ms: float = 0.0) -> Calibration:
     median_spread = latency.filter(~single).select(spread.median()).item()
     floor = step_min_ms * 1e6
     moved = steps(latency).filter(pl.col("median") >= floor, pl.col("from_median") >= floor)
-    base, liger = moved.filter(~_is_liger()), moved.filter(_is_liger())
+    base, liger = moved.filter(~subject_expr()), moved.filter(subject_expr())
     offsets = base.unique(["kernel", "pass", "gpu", "provider", "from_sitting", "sitting"])
     offsets = offsets.filter(pl.col("offset").is_not_null())
     shifted = offsets.select((pl.col("offset").abs() > 0.02).mean()).item()
@@ -277,8 +273,8 @@ def measure(runs: pl.DataFrame, step_min_ms: float = 0.0) -> Calibration:
         shifted_share=_float(shifted),
         change_to_spread_median=_float(ratio.median()) if ratio.len() else None,
         change_to_spread_p90=_float(ratio.quantile(0.9, "linear")) if ratio.len() else None,
-        repeats_baseline=scale(again.filter(~_is_liger())["change"]),
-        repeats_liger=scale(again.filter(_is_liger())["change"]),
+        repeats_baseline=scale(again.filter(~subject_expr())["change"]),
+        repeats_liger=scale(again.filter(subject_expr())["change"]),
         baseline_steps_by_gpu=by_gpu,
     )
 
