@@ -17,7 +17,8 @@ Refused files and rejected or conflicting rows of a provider under test fail the
 closed (:data:`kiana.culprits.gate.EXIT_UNJUDGED`); a row whose provider cannot be read
 counts as one under test.  The gate reads Liger-Kernel's CSVs, so a rejected row (which
 never became a run with a ``role``) is judged by the Liger profile's rule
-(:data:`kiana.harness.LIGER`); a conflicting session carries its runs' ``role``.  Unmatched rows are shown, not failed: a new kernel matches no history.
+(:data:`kiana.harness.LIGER`); a conflicting session carries its runs' ``role``.
+Unmatched rows are shown, not failed: a new kernel matches no history.
 """
 
 from __future__ import annotations
