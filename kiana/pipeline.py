@@ -222,8 +222,8 @@ class Analysis:
     def listed(self, *, everything: bool = False) -> pl.DataFrame:
         """The findings a surface lists, most important first: by default what moved or
         could not be decided (:func:`listed_expr`); ``everything``: every finding of its
-        own (unchanged ones and baseline drift too).  Folded findings never: their
-        Liger finding names them."""
+        own (unchanged ones and baseline drift too).  Folded findings never: the finding
+        of the code under test they explain names them."""
         own = self.findings.filter(~_folded(self.findings))
         return own if everything or own.height == 0 else own.filter(listed_expr())
 
