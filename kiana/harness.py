@@ -213,7 +213,9 @@ def role_label_sql(harness: str, labels: str) -> str:
 
 
 def role_sql(harness: str, provider: str, said: str) -> str:
-    """A run's ``role`` (``said``: the text of its role label, :func:`role_label_sql`)."""
+    """A run's ``role`` (``said``: the text of its role label, :func:`role_label_sql`),
+    in SQL that DuckDB and Spark read alike (the Spark runner reads an old lake's runs
+    with it)."""
     by_name = " ".join(
         f"WHEN {harness} = {_quoted(h.name)} AND ({_names(provider, h)}) THEN 'subject'"
         for h in PROFILES
@@ -224,5 +226,7 @@ def role_sql(harness: str, provider: str, said: str) -> str:
 
 def _names(provider: str, harness: Harness) -> str:
     exact = [f"{provider} = {_quoted(p)}" for p in harness.subject_providers]
-    prefix = [f"starts_with({provider}, {_quoted(p)})" for p in harness.subject_prefixes]
+    prefix = [  # substr, not DuckDB's starts_with: Spark SQL has no starts_with
+        f"substr({provider}, 1, {len(p)}) = {_quoted(p)}" for p in harness.subject_prefixes
+    ]
     return " OR ".join(exact + prefix)

@@ -86,16 +86,13 @@ def _schema_2_runs(runs: DataFrame) -> DataFrame:
     them so too)."""
     from pyspark.sql import functions as F
 
-    from kiana.harness import DEFAULT
+    from kiana.harness import DEFAULT, role_sql
 
-    provider = F.col("provider")
-    subject = provider.isin(*DEFAULT.subject_providers)
-    for prefix in DEFAULT.subject_prefixes:
-        subject = subject | provider.startswith(prefix)
+    harness = "'" + DEFAULT.name.replace("'", "''") + "'"
     return (
         runs.withColumnRenamed("liger_version", "version")
         .withColumn("harness", F.lit(DEFAULT.name))
-        .withColumn("role", F.when(subject, "subject").otherwise("baseline"))
+        .withColumn("role", F.expr(role_sql(harness, "provider", "NULL")))
     )
 
 
