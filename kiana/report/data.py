@@ -61,7 +61,7 @@ class Gathered:
     """The frames of the page's sections (see :func:`gather`)."""
 
     counts: dict[str, int]
-    versions: pl.DataFrame  # liger_version, version_rank, version_kind, runs
+    versions: pl.DataFrame  # version, version_rank, version_kind, runs
     findings: pl.DataFrame  # latency findings, most important first, with `rank`, `listed`
     memory_findings: pl.DataFrame
     latency_counts: Counts  # what the latency table lists, hides and folds (as the CLI)
@@ -79,7 +79,7 @@ class Gathered:
 
 def own_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """The findings that are news of their own: a baseline provider's drift folded into
-    the Liger finding it explains (``folded``, named in that finding's evidence) is not
+    the finding of the code under test it explains (``folded``, named in that finding's evidence) is not
     listed or counted again."""
     if "folded" not in findings.columns:
         return findings
@@ -109,10 +109,10 @@ def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
 
 
 def versions_frame(runs: pl.DataFrame) -> pl.DataFrame:
-    """Every Liger version of the runs in kiana's order, with its number of runs."""
+    """Every version of the runs in kiana's order, with its number of runs."""
     return (
         version_table(runs)
-        .join(runs.group_by("liger_version").agg(pl.len().alias("runs")), on="liger_version")
+        .join(runs.group_by("version").agg(pl.len().alias("runs")), on="version")
         .sort("version_rank")
     )
 
@@ -174,7 +174,7 @@ def gather(data: ReportData) -> Gathered:
         "partitions": runs["partition_id"].n_unique(),
         "kernels": runs["kernel"].n_unique(),
         "GPUs": runs["gpu"].n_unique(),
-        "Liger versions": runs["liger_version"].n_unique(),
+        "versions": runs["version"].n_unique(),
         "latency runs": passed.filter(pl.col("metric") == "latency").height,
         "memory runs": passed.filter(pl.col("metric") == "memory").height,
         "not passed": runs.height - passed.height,

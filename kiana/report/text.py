@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from kiana.harness import display_name
 from kiana.report.data import ReportData, coverage, own_findings, versions_frame
 from kiana.vocabulary import VERDICTS
 
@@ -31,8 +32,9 @@ def headline(data: ReportData) -> str:
              for v in VERDICTS if v == "regression" or (v != "unchanged" and counts[v])]  # fmt: skip
     moved = ", ".join(parts)
     runs = data.runs
-    versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
-    span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
+    versions = versions_frame(runs)["version"].to_list() if runs.height else []
+    name = display_name(runs["harness"].unique().to_list()) if runs.height else None
+    span = f"{name or 'versions'} {versions[0]} → {versions[-1]}" if versions else "no versions"
     memory = own.filter(pl.col("metric") == "memory").height if own.height else 0
     split = f" ({own.height - memory:,} latency, {memory:,} memory)" if memory else ""
     return (
