@@ -10,7 +10,7 @@ Altair's ``from_dict`` from the very Vega-Lite spec the report draws
     kiana.charts.finding(runs, result.steps, row)      # series + sweep side by side
     kiana.charts.series(runs, partition_id=..., step=("0.5.0", "0.6.0"))
     kiana.charts.sweep(result.steps, row)
-    kiana.charts.speedup(runs)                          # Liger over its baselines (dots)
+    kiana.charts.speedup(runs)                          # the code under test over its baselines
     kiana.charts.overview(result.findings)              # kernel x GPU heat map
 
 Altair is imported inside the functions, so ``import kiana.charts`` stays light.
@@ -129,8 +129,8 @@ def _layer(spec: dict[str, Any]) -> alt.LayerChart:
 
 
 def series(runs: pl.DataFrame, **options: Any) -> alt.LayerChart:
-    """One partition across Liger versions: each provider's median as a line with its
-    p20–p80 band; Liger providers drawn thick, same-run baselines thin and dashed.
+    """One partition across versions: each provider's median as a line with its p20–p80
+    band; providers under test drawn thick, same-run baselines thin and dashed.
     Options as :func:`kiana.report.charts.series_spec`: ``partition_id``, ``metric``,
     ``step=(from, to)`` (shaded), ``provider`` (drawn first), ``title``."""
     return _layer(series_spec(runs, **options))
@@ -178,12 +178,13 @@ def finding(
 def speedup(
     runs: pl.DataFrame, *, version: str | None = None, max_rows: int | None = None
 ) -> alt.LayerChart:
-    """How much faster each Liger provider is than each same-run baseline (baseline
-    median / Liger median, >1 = Liger faster) at the newest version measured (or
+    """How much faster each provider under test is than each same-run baseline (baseline
+    median / its median, >1 = faster) at the newest version measured (or
     ``version``): a dot chart with one row per kernel · pass · GPU that has such a
     comparison, a dot at the geometric mean over the workload sweep and a line from the
     slowest to the fastest workload, the side below 1× shaded red; colour the baseline,
-    shape the Liger provider.  With more than one kernel or GPU, selects under the chart
+    shape the provider under test (named by the harness's display name, "Liger", when the
+    runs are one harness's).  With more than one kernel or GPU, selects under the chart
     narrow the rows.  Every row (or the first ``max_rows``)."""
     summary = frames.speedup_summary(frames.speedup_frame(runs, version=version))
     return _layer(speedup_spec(summary, max_rows=max_rows))
@@ -191,7 +192,7 @@ def speedup(
 
 def overview(frame: pl.DataFrame, *, value: str = "change") -> alt.LayerChart:
     """A kernel · pass × GPU heat map of findings (or steps): their change (control-adjusted
-    for Liger, the number the verdict rests on),
+    for the code under test, the number the verdict rests on),
     coloured red for slower and green for faster, for a release-wide look."""
     return _layer(overview_spec(frame, value=value))
 

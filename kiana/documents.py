@@ -3,13 +3,16 @@
 A document holds three objects (see ``../shared/FORMAT.md``):
 
 * ``run`` (``BenchmarkRun``): one measurement of one kernel, timed pass, provider,
-  workload and GPU at one Liger release;
+  workload and GPU at one version of the code under test;
 * ``protocol`` (``BenchmarkProtocol``): how it was timed, and its comparability family;
 * ``environment`` (``ExecutionEnvironment``): the GPU.
 
 :func:`build_document` writes documents of exactly the shape of the two real seeds;
 the Liger importer and the corpus generator both use it, so everything kiana makes
-loads through the same validation as what it receives.
+loads through the same validation as what it receives.  A run's harness profile
+(:class:`RunSpec.harness <RunSpec>`, :mod:`kiana.harness`; Liger's by default) names
+its source, its version label and its role label, and the protocol's family and names
+(Liger's documents are the seeds' byte for byte).
 
 Digest recipe (kiana's own; the upstream recipe is not published): each digest is
 ``"sha256:" + sha256(canonical_json(fields))`` where ``canonical_json`` is
@@ -18,7 +21,8 @@ Digest recipe (kiana's own; the upstream recipe is not published): each digest i
 * protocol: the whole ``protocol`` object;
 * environment: the whole ``environment`` object;
 * workload: ``{"kernel", "workload", "params"}`` (the workload slug and its parameters);
-* implementation: ``{"kernel", "provider", "liger_version"}`` (the code under test).
+* implementation: ``{"kernel", "provider", <version label>}`` (the code under test;
+  Liger's version label is ``liger_version``).
 
 The same inputs therefore always give the same ids, on any machine.
 """
@@ -32,10 +36,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from kiana.vocabulary import gpu_label
+from kiana.harness import LIGER, Harness
+from kiana.vocabulary import Role, gpu_label
 
 API_VERSION = "kernelindex.dev/v1alpha1"
-SOURCE = "liger-kernel-bench"
+SOURCE = LIGER.name
 FAMILY = "liger_kernel_bench"
 HARNESS_NAME = "Liger-Kernel benchmark scripts"
 HARNESS_REPOSITORY = "https://github.com/linkedin/Liger-Kernel"
@@ -53,10 +58,29 @@ PASS_DESCRIPTIONS: dict[str, str] = {
 
 _NOTES_TAIL = (
     ", via triton.testing.do_bench with quantiles 0.5/0.2/0.8 (median with p20/p80 "
-    "spread). The upstream CSV records no CUDA, driver, or torch version; the Liger "
+    "spread). The upstream CSV records no CUDA, driver, or torch version; the {display} "
     "release rides each run's labels. Comparable only within one kernel, workload, "
     "timed pass, and GPU."
 )
+
+
+@dataclass(frozen=True)
+class Producer:
+    """What a harness writes into its protocol and names: Liger's are the seeds'; another
+    harness's follow from its profile (family and names from its source)."""
+
+    harness: Harness
+    harness_name: str
+    repository: str | None
+    family: str
+    prefix: str  #: of every metadata name: ``liger-bench-do-bench-forward``
+
+    @classmethod
+    def of(cls, harness: Harness) -> Producer:
+        if harness == LIGER:
+            return cls(harness, HARNESS_NAME, HARNESS_REPOSITORY, FAMILY, "liger")
+        slug = slugify(harness.name) or "harness"
+        return cls(harness, harness.display, None, slug.replace("-", "_"), slug)
 
 
 @dataclass(frozen=True)
@@ -94,7 +118,7 @@ class RunSpec:
     gpu: Gpu
     workload: str
     observed_at: datetime
-    liger_version: str
+    version: str
     median: float
     p20: float
     p80: float
@@ -102,9 +126,14 @@ class RunSpec:
     status: str = "passed"
     workload_params: dict[str, Any] = field(default_factory=dict)
     native_metrics: dict[str, float] | None = None
-    #: Further ``run.metadata.labels`` beside ``liger_version`` (e.g. the importer's
+    #: Further ``run.metadata.labels`` beside the version (e.g. the importer's
     #: ``liger_csv`` and ``liger_commit``: where the row was recorded).
     labels: dict[str, str] = field(default_factory=dict)
+    #: Whose conventions the document follows (:mod:`kiana.harness`).
+    harness: Harness = LIGER
+    #: Written as the harness's role label, for a harness that reads one (Liger does
+    #: not: its role follows from the provider's name).
+    role: Role | None = None
 
 
 def slugify(text: str) -> str:
@@ -127,25 +156,28 @@ def timestamp_z(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def protocol_document(pass_: str) -> dict[str, Any]:
+def protocol_document(pass_: str, harness: Harness = LIGER) -> dict[str, Any]:
     description = PASS_DESCRIPTIONS.get(pass_, f"the {pass_} pass")
+    made = Producer.of(harness)
+    notes = f"Timed: {description}{_NOTES_TAIL.format(display=harness.display)}"
     return {
         "kind": "BenchmarkProtocol",
         "spec": {
-            "harness": {"name": HARNESS_NAME, "repository": HARNESS_REPOSITORY},
+            "harness": {"name": made.harness_name, "repository": made.repository},
             "measurement": {"timer": "cuda_events", "primaryStatistic": "median"},
-            "comparability": {"notes": f"Timed: {description}{_NOTES_TAIL}", "family": FAMILY},
+            "comparability": {"notes": notes, "family": made.family},
         },
         "metadata": {
-            "name": f"liger-bench-do-bench-{pass_}",
-            "title": f"Liger benchmark harness · {pass_} pass",
+            "name": f"{made.prefix}-bench-do-bench-{pass_}",
+            "title": f"{harness.display} benchmark harness · {pass_} pass",
         },
         "apiVersion": API_VERSION,
     }
 
 
-def environment_document(gpu: Gpu) -> dict[str, Any]:
+def environment_document(gpu: Gpu, harness: Harness = LIGER) -> dict[str, Any]:
     short = gpu.name.removeprefix(gpu.vendor.upper() + " ").removeprefix("NVIDIA ")
+    prefix, display = Producer.of(harness).prefix, harness.display
     return {
         "kind": "ExecutionEnvironment",
         "spec": {
@@ -157,7 +189,10 @@ def environment_document(gpu: Gpu) -> dict[str, Any]:
             },
             "software": {},
         },
-        "metadata": {"name": f"liger-bench-{gpu.slug}", "title": f"Liger benchmark host · {short}"},
+        "metadata": {
+            "name": f"{prefix}-bench-{gpu.slug}",
+            "title": f"{display} benchmark host · {short}",
+        },
         "apiVersion": API_VERSION,
     }
 
@@ -185,14 +220,20 @@ def measurement_parts(spec: RunSpec) -> tuple[list[dict[str, Any]], dict[str, fl
     return measurements, native
 
 
+def _role(spec: RunSpec) -> dict[str, str]:
+    label = spec.harness.role_label
+    return {label: spec.role} if label and spec.role else {}
+
+
 def build_document(spec: RunSpec) -> dict[str, Any]:
     """One kernelindex document of the seeds' shape (key order included)."""
     stamp = spec.observed_at.strftime("%Y-%m-%d-%H-%M-%S")
     external_id = "/".join(
         [spec.kernel, spec.pass_, spec.provider, spec.gpu.slug, spec.workload, stamp]
     )
-    protocol = protocol_document(spec.pass_)
-    environment = environment_document(spec.gpu)
+    harness = spec.harness
+    protocol = protocol_document(spec.pass_, harness)
+    environment = environment_document(spec.gpu, harness)
     run_spec: dict[str, Any] = {"status": spec.status}
     if spec.metric == "latency":
         median = round(spec.median)
@@ -201,7 +242,7 @@ def build_document(spec: RunSpec) -> dict[str, Any]:
     run_spec["observedAt"] = timestamp_z(spec.observed_at)
     run_spec["measurements"] = measurements
     run_spec["sourceNative"] = {
-        "source": SOURCE,
+        "source": harness.name,
         "metrics": native,
         "benchmark": f"{spec.kernel}/{spec.pass_}",
         "externalId": external_id,
@@ -212,9 +253,9 @@ def build_document(spec: RunSpec) -> dict[str, Any]:
     )
     run_spec["environmentDigest"] = digest(environment)
     run_spec["implementationDigest"] = digest(
-        {"kernel": spec.kernel, "provider": spec.provider, "liger_version": spec.liger_version}
+        {"kernel": spec.kernel, "provider": spec.provider, harness.version_label: spec.version}
     )
-    name = "liger-" + slugify(
+    name = f"{Producer.of(harness).prefix}-" + slugify(
         "-".join([spec.kernel, spec.pass_, spec.provider, spec.gpu.slug, spec.workload, stamp])
     )
     run = {
@@ -223,7 +264,7 @@ def build_document(spec: RunSpec) -> dict[str, Any]:
         "metadata": {
             "name": name[:NAME_LIMIT],
             "title": f"{spec.kernel_title} · {spec.provider} · {spec.pass_}",
-            "labels": {"liger_version": spec.liger_version, **spec.labels},
+            "labels": {harness.version_label: spec.version, **_role(spec), **spec.labels},
         },
         "apiVersion": API_VERSION,
     }

@@ -259,8 +259,31 @@ def attach_parquet(con: duckdb.DuckDBPyConnection, location: str | os.PathLike[s
     version = str(manifest.get("format", FORMAT_1))
     for table in TABLES:
         names = columns.get(table)
-        select = ", ".join(f'"{c}"' for c in names) if names else "*"
+        if table == "runs" and names and "liger_version" in names:
+            select = _schema_2_runs(names)
+        else:
+            select = ", ".join(f'"{c}"' for c in names) if names else "*"
         con.execute(_view(table, select, _source(text, table, version)))
+
+
+def _schema_2_runs(names: list[str]) -> str:
+    """The columns of the ``runs`` of a lake an older kiana exported (schema version 2:
+    ``liger_version``, no ``harness`` nor ``role``) as this kiana's, read as that kiana
+    read them: by the Liger profile (as :mod:`kiana.load.schema` migrates a database)."""
+    from kiana.harness import DEFAULT, role_sql
+    from kiana.load.schema import RUN_COLUMNS
+
+    harness = "'" + DEFAULT.name.replace("'", "''") + "'"
+    made = {
+        "version": '"liger_version"',
+        "harness": harness,
+        "role": role_sql(harness, '"provider"', "NULL"),
+    }
+    return ", ".join(
+        f'{made[name]} AS "{name}"' if name in made else f'"{name}"'
+        for name, _ in RUN_COLUMNS
+        if name in made or name in names
+    )
 
 
 def connect_parquet(location: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:

@@ -121,7 +121,7 @@ def partitions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         """
         SELECT partition_id, family, kernel, "pass", workload, gpu,
                list(DISTINCT provider ORDER BY provider) AS providers,
-               list(DISTINCT liger_version ORDER BY liger_version) AS versions,
+               list(DISTINCT version ORDER BY version) AS versions,
                list(DISTINCT metric ORDER BY metric) AS metrics,
                count(*) AS runs,
                count(*) FILTER (WHERE status = 'passed') AS passed_runs,

@@ -20,7 +20,7 @@ calibration always use every run.
 
 What every surface counts, lists and folds is decided here once
 (:func:`count_findings`, :meth:`Analysis.listed`): a baseline provider's drift that a
-Liger finding of the same sitting explains is *folded* (kept in ``findings`` and the
+finding of the code under test of the same sitting explains is *folded* (kept in ``findings`` and the
 JSON, named in that finding's evidence, never counted again); unchanged findings and
 the drift of baselines are counted but not *listed* by default.
 
@@ -115,12 +115,10 @@ def _matches(column: str, values: tuple[str, ...], substring: bool) -> pl.Expr:
 
 def listed_expr() -> pl.Expr:
     """True for a finding every surface lists by default: what moved or could not be
-    decided, and the drift of Liger's own providers (a baseline's drift is context)."""
-    from kiana.vocabulary import liger_expr
-
+    decided, and the drift of the code under test (a baseline's drift is context)."""
     verdict = pl.col("verdict")
     return verdict.is_in(["regression", "improvement", "inconclusive"]) | (
-        (verdict == "drift") & liger_expr()
+        (verdict == "drift") & pl.col("is_subject")
     )
 
 
@@ -136,7 +134,7 @@ class Counts:
     numbers in the CLI, the JSON, the report and the notebooks (:func:`count_findings`)."""
 
     findings: int  #: every finding selected, folded ones included
-    folded: int  #: baseline drift folded into the Liger finding it explains
+    folded: int  #: baseline drift folded into the finding of the code under test it explains
     verdicts: dict[str, int]  #: the findings of their own (not folded), per verdict
     listed: int  #: of their own, listed by default
     unlisted: dict[str, int]  #: of their own, not listed by default: why -> how many
@@ -160,8 +158,8 @@ class Counts:
             text += f"; not listed by default: {unlisted}"
         if self.folded:
             text += (
-                f"; {self.folded:,} baseline drift folded into the Liger findings they "
-                "explain (not counted again)"
+                f"; {self.folded:,} baseline drift folded into the findings they explain "
+                "(not counted again)"
             )
         return text
 
@@ -224,8 +222,8 @@ class Analysis:
     def listed(self, *, everything: bool = False) -> pl.DataFrame:
         """The findings a surface lists, most important first: by default what moved or
         could not be decided (:func:`listed_expr`); ``everything``: every finding of its
-        own (unchanged ones and baseline drift too).  Folded findings never: their
-        Liger finding names them."""
+        own (unchanged ones and baseline drift too).  Folded findings never: the finding
+        of the code under test they explain names them."""
         own = self.findings.filter(~_folded(self.findings))
         return own if everything or own.height == 0 else own.filter(listed_expr())
 

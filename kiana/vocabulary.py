@@ -1,5 +1,5 @@
-"""kiana's words, each defined once: verdicts, Liger providers, noise sources, the keys
-of a series, a session and a finding, the partition recipe and the GPU label.
+"""kiana's words, each defined once: verdicts, roles, noise sources, the keys of a
+series, a session and a finding, the partition recipe and the GPU label.
 
 Every other module imports these; none writes its own copy.  This module imports
 nothing of kiana's and no third-party package at import time (the CLI imports it
@@ -35,25 +35,20 @@ def verdict_rank(column: str = "verdict") -> pl.Expr:
     )
 
 
-# --------------------------------------------------------------------------- providers
+# --------------------------------------------------------------------------- roles
 
-#: Liger's own providers are ``liger`` and ``liger_*`` (``liger_triton``,
-#: ``liger_cutile``, ...); every other provider is a baseline.
-LIGER_PREFIX = "liger_"
-LIGER = "liger"
-
-
-def is_liger(provider: str) -> bool:
-    """Whether ``provider`` is Liger's own code (see :data:`LIGER_PREFIX`)."""
-    return provider == LIGER or provider.startswith(LIGER_PREFIX)
+#: A provider's role in a run: ``subject``, the code under test, or ``baseline``, the
+#: code it is measured beside.  The loader decides it by the run's harness profile
+#: (:mod:`kiana.harness`) and stores it in ``runs.role``; nothing else reads names.
+Role = Literal["subject", "baseline"]
+ROLES: tuple[Role, ...] = get_args(Role)
 
 
-def liger_expr(column: str = "provider") -> pl.Expr:
-    """:func:`is_liger` as a polars expression."""
+def subject_expr(column: str = "role") -> pl.Expr:
+    """Whether a ``role`` column says ``subject``, as a polars expression."""
     import polars as pl
 
-    provider = pl.col(column)
-    return (provider == LIGER) | provider.str.starts_with(LIGER_PREFIX)
+    return pl.col(column) == "subject"
 
 
 # --------------------------------------------------------------------------- noise
@@ -90,16 +85,18 @@ SERIES_LABELS: tuple[str, ...] = ("kernel", "pass", "gpu", "workload")
 JUDGED_COLUMNS: tuple[str, ...] = (
     *SERIES_KEYS,
     *SERIES_LABELS,
-    "liger_version",
+    "harness",
+    "version",
+    "role",
     "observed_at",
     "status",
     "median",
     "p20",
     "p80",
 )
-#: A benchmark session is found among the runs of one kernel, pass, GPU, metric and
-#: version label (every provider and workload of the sweep): see kiana.stats.sessions.
-SESSION_SCOPE: tuple[str, ...] = ("kernel", "pass", "gpu", "metric", "liger_version")
+#: A benchmark session is found among the runs of one kernel, pass, GPU, metric, version
+#: label and harness (every provider and workload of the sweep): see kiana.stats.sessions.
+SESSION_SCOPE: tuple[str, ...] = ("kernel", "pass", "gpu", "metric", "version", "harness")
 #: A finding: one kernel, pass, provider, GPU and metric between two sessions.
 FINDING_KEYS: tuple[str, ...] = (
     "kernel",

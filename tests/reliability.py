@@ -111,7 +111,7 @@ def make_document(
         gpu=gpu,
         workload=workload,
         observed_at=_BASE_TIME + timedelta(seconds=n),
-        liger_version=version,
+        version=version,
         median=value,
         p20=value * (1 - spread / 2),
         p80=value * (1 + spread / 2),
@@ -625,7 +625,7 @@ def snapshot(db: Path) -> dict[str, Any]:
             r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY 1").fetchall()
         ]
         out["runs_digest"] = con.execute(
-            "SELECT md5(string_agg(run_id || partition_id || median::VARCHAR || liger_version, ',' "
+            "SELECT md5(string_agg(run_id || partition_id || median::VARCHAR || version, ',' "
             "ORDER BY run_id)) FROM runs"
         ).fetchone()[0]  # type: ignore[index]
         for table in ("measurements", "labels", "protocols", "environments", "warnings"):

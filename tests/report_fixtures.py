@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
+from kiana.harness import LIGER
 from kiana.load.schema import RUN_COLUMNS
 
 PAYLOADS = (
@@ -53,7 +54,8 @@ def sample_runs(hostile: bool = False) -> pl.DataFrame:
                         "family": "liger_kernel_bench", "kernel": n["kernel"], "pass": pass_,
                         "provider": provider, "workload": workload, "gpu": n["gpu"],
                         "vendor": "nvidia", "product": "NVIDIA H100", "form_factor": "80GB HBM3",
-                        "architecture": "sm_90", "liger_version": version,
+                        "architecture": "sm_90", "version": version,
+                        "harness": LIGER.name, "role": LIGER.role(provider),
                         "observed_at": start + timedelta(days=30 * v_i), "status": "passed",
                         "metric": "latency", "unit": "ns", "median": value,
                         "p20": value * 0.99, "p80": value * 1.01, "median_ns": int(value),
@@ -96,12 +98,12 @@ def sample_findings(hostile: bool = False) -> pl.DataFrame:
          "metric": "latency", "from_version": "0.5.10", "to_version": n["version"],
          "verdict": "regression", "workloads_affected": 3, "workloads_total": 4,
          "median_change": 0.15, "worst_change": 0.15, "confidence": 0.99, "impact": 0.45,
-         "control_provider": n["base"]},
+         "control_provider": n["base"], "is_subject": True},
         {"kernel": n["kernel"], "pass": "forward", "provider": n["provider"], "gpu": n["gpu"],
          "metric": "latency", "from_version": "0.5.10", "to_version": n["version"],
          "verdict": "unchanged", "workloads_affected": 0, "workloads_total": 4,
          "median_change": 0.0, "worst_change": 0.001, "confidence": 0.9, "impact": 0.0,
-         "control_provider": n["base"]},
+         "control_provider": n["base"], "is_subject": True},
     ])  # fmt: skip
 
 
@@ -140,13 +142,13 @@ def sample_documents(hostile: bool = False) -> list[dict[str, object]]:
                         kernel=kernel, kernel_title=title, pass_=pass_, provider=provider,
                         gpu=gpu, workload=workload,
                         observed_at=start + timedelta(days=30 * v_i, minutes=w_i),
-                        liger_version=version, median=value * wobble, p20=value * 0.995,
+                        version=version, median=value * wobble, p20=value * 0.995,
                         p80=value * 1.005, workload_params={"hidden": 512 << w_i},
                     )))  # fmt: skip
     if hostile:
         bad = build_document(RunSpec(
             kernel="x", kernel_title="x", pass_="forward", provider="y", gpu=gpu,
-            workload="w", observed_at=start, liger_version="0.4.0", median=1.0, p20=1.0, p80=1.0,
+            workload="w", observed_at=start, version="0.4.0", median=1.0, p20=1.0, p80=1.0,
         ))  # fmt: skip
         spec = bad["run"]["spec"]  # type: ignore[index]
         spec["sourceNative"]["externalId"] = "</script><script>alert(7)</script>"

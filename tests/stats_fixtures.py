@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from kiana.harness import LIGER
 from kiana.load.schema import RUN_COLUMNS
 
 T0 = datetime(2025, 1, 1)
@@ -41,7 +42,9 @@ def run(
         "pass": pass_,
         "gpu": gpu,
         "workload": workload,
-        "liger_version": version,
+        "harness": LIGER.name,
+        "version": version,
+        "role": LIGER.role(provider),
         "observed_at": T0
         + timedelta(days=day if day is not None else _day(version), minutes=minute),
         "status": status,
@@ -61,7 +64,8 @@ def frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     schema = {
         "partition_id": pl.String, "provider": pl.String, "metric": pl.String,
         "kernel": pl.String, "pass": pl.String, "gpu": pl.String, "workload": pl.String,
-        "liger_version": pl.String, "observed_at": pl.Datetime("us"), "status": pl.String,
+        "harness": pl.String, "version": pl.String, "role": pl.String,
+        "observed_at": pl.Datetime("us"), "status": pl.String,
         "median": pl.Float64, "p20": pl.Float64, "p80": pl.Float64,
     }  # fmt: skip
     df = pl.DataFrame(rows, schema=schema)

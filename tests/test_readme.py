@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from kiana.harness import LIGER
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,8 +28,6 @@ def test_the_readme_snippet_runs_from_the_repository_root(
 ) -> None:
     import altair as alt
 
-    from kiana.vocabulary import is_liger
-
     monkeypatch.chdir(ROOT)
     code = notebook_snippet()
     assert "../data" not in code
@@ -35,7 +35,7 @@ def test_the_readme_snippet_runs_from_the_repository_root(
     exec(compile(code, "README.md", "exec"), scope)
     top = scope["top"]
     assert isinstance(top, dict)
-    assert is_liger(str(top["provider"])), top["provider"]
+    assert top["is_subject"] and LIGER.role(str(top["provider"])) == "subject", top["provider"]
     assert top["verdict"] == "regression", top
     chart = eval(code.strip().splitlines()[-1].split("#")[0], scope)
     assert isinstance(chart, alt.HConcatChart)

@@ -273,14 +273,14 @@ def _print_not_judged(result: GateResult) -> None:
     for refused in books.refused:
         print(f"refused: {t(refused)}")
     if books.rejected:
-        liger = sum(r.is_liger for r in books.rejected)
+        liger = sum(r.is_subject for r in books.rejected)
         print(f"not judged: {len(books.rejected):,} head row(s) rejected ({liger:,} of Liger):")
         for reason, n in books.reasons()[:10]:
             print(f"  {n:6,}  {t(reason)}")
     if books.conflicts.height:
         print(
             f"not judged: {books.conflicts.height:,} conflicting head session point(s) "
-            f"({books.liger_conflicts:,} of Liger): replicates that disagree far beyond "
+            f"({books.subject_conflicts:,} of Liger): replicates that disagree far beyond "
             "their noise (--json: quality)"
         )
     if books.unmatched:

@@ -13,9 +13,12 @@ Silence reads as "all clear", so every head row that did not reach a finding is 
   closest history series and the fields that differ (``Forward`` for ``forward`` and
   ``1024.0`` for ``1024`` are normalised when read: :func:`kiana.importers.rows.normalise`).
 
-Refused files and rejected or conflicting rows of a Liger provider fail the gate closed
-(:data:`kiana.culprits.gate.EXIT_UNJUDGED`); a row whose provider cannot be read counts
-as Liger's.  Unmatched rows are shown, not failed: a new kernel matches no history.
+Refused files and rejected or conflicting rows of a provider under test fail the gate
+closed (:data:`kiana.culprits.gate.EXIT_UNJUDGED`); a row whose provider cannot be read
+counts as one under test.  The gate reads Liger-Kernel's CSVs, so a rejected row (which
+never became a run with a ``role``) is judged by the Liger profile's rule
+(:data:`kiana.harness.LIGER`); a conflicting session carries its runs' ``role``.
+Unmatched rows are shown, not failed: a new kernel matches no history.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from typing import Any
 
 import polars as pl
 
-from kiana.vocabulary import is_liger
+from kiana.harness import LIGER
+from kiana.vocabulary import subject_expr
 
 #: The fields a series is told apart by, in the order the near-miss names them.
 SERIES_FIELDS = ("kernel", "pass", "provider", "gpu", "workload", "metric")
@@ -43,8 +47,9 @@ class Rejected:
     provider: str | None  #: None when the row could not be read that far
 
     @property
-    def is_liger(self) -> bool:
-        return self.provider is None or is_liger(self.provider)
+    def is_subject(self) -> bool:
+        """Whether the row is of a provider under test (by the Liger profile), or unreadable."""
+        return self.provider is None or LIGER.role(self.provider) == "subject"
 
 
 @dataclass(frozen=True)
@@ -73,16 +78,17 @@ class Accounting:
         return sum(u.rows for u in self.unmatched)
 
     @property
-    def liger_conflicts(self) -> int:
-        if self.conflicts.height == 0:
+    def subject_conflicts(self) -> int:
+        """The conflicting head session points of a provider under test."""
+        if self.conflicts.height == 0 or "is_subject" not in self.conflicts.columns:
             return 0
-        return self.conflicts.filter(pl.col("provider").map_elements(is_liger, pl.Boolean)).height
+        return self.conflicts.filter(pl.col("is_subject")).height
 
     @property
     def failing(self) -> int:
-        """Refused files plus rejected and conflicting Liger rows: each fails the gate."""
-        liger = sum(r.is_liger for r in self.rejected)
-        return len(self.refused) + liger + self.liger_conflicts
+        """Refused files plus rejected and conflicting rows under test: each fails the gate."""
+        subject = sum(r.is_subject for r in self.rejected)
+        return len(self.refused) + subject + self.subject_conflicts
 
     def reasons(self) -> list[tuple[str, int]]:
         """Rejected rows by reason, most frequent first."""
@@ -95,10 +101,10 @@ class Accounting:
         return {
             "refused": list(self.refused),
             "rejected": len(self.rejected),
-            "rejected_liger": sum(r.is_liger for r in self.rejected),
+            "rejected_liger": sum(r.is_subject for r in self.rejected),
             "rejected_reasons": dict(self.reasons()),
             "conflicts": self.conflicts.height,
-            "conflicts_liger": self.liger_conflicts,
+            "conflicts_liger": self.subject_conflicts,
             "unmatched_rows": self.unmatched_rows,
             "unmatched": [
                 {
@@ -120,14 +126,18 @@ def _iso(column: str) -> pl.Expr:
 
 def head_conflicts(quality: pl.DataFrame, runs: pl.DataFrame, origins: set[str]) -> pl.DataFrame:
     """The conflict rows of ``quality`` that lie in a head session: a session of a series
-    whose head runs (``origin`` in ``origins``) start at or before it."""
+    whose head runs (``origin`` in ``origins``) start at or before it; ``is_subject``:
+    its runs' ``role`` says under test."""
     if quality.height == 0 or runs.height == 0:
-        return quality.head(0)
+        return quality.head(0).with_columns(pl.lit(False).alias("is_subject"))
     keys = ["partition_id", "provider", "metric"]
     head = (
         runs.filter(pl.col("origin").is_in(sorted(origins)))
         .group_by(keys)
-        .agg(_iso("observed_at").min().alias("_head_start"))
+        .agg(
+            _iso("observed_at").min().alias("_head_start"),
+            subject_expr().any().alias("is_subject"),
+        )
     )
     conflicts = quality.filter(pl.col("kind") == "conflict")
     joined = conflicts.join(head, on=keys, how="inner")

@@ -99,7 +99,7 @@ class GateResult:
     @property
     def regressions(self) -> pl.DataFrame:
         """The findings that fail the gate: a Liger provider's regression."""
-        return self.findings.filter(pl.col("is_liger") & (pl.col("verdict") == "regression"))
+        return self.findings.filter(pl.col("is_subject") & (pl.col("verdict") == "regression"))
 
     @property
     def head_label(self) -> str:

@@ -78,7 +78,7 @@ def imported_files(module_path: str, text: str, tree: frozenset[str]) -> list[st
         if dots:
             parent = package[: len(package) - (len(dots) - 1)] if len(dots) > 1 else package
             dotted = [*parent, *(name.split(".") if name else [])]
-        elif name.startswith("liger_kernel"):
+        elif name:  # absolute: kept below when it is liger_kernel itself
             dotted = name.split(".")
         else:
             continue

@@ -65,7 +65,7 @@ def _not_judged(books: Accounting) -> list[str]:
         lines.append(f"- **{len(books.refused)} head file(s) refused** (never read):")
         lines += [f"  - {md(r, 300)}" for r in books.refused[:LISTED]]
     if books.rejected:
-        liger = sum(r.is_liger for r in books.rejected)
+        liger = sum(r.is_subject for r in books.rejected)
         lines.append(
             f"- **{len(books.rejected):,} head row(s) rejected** ({liger:,} of a Liger "
             "provider or unreadable), by reason:"
@@ -77,7 +77,7 @@ def _not_judged(books: Accounting) -> list[str]:
         ]
     if books.conflicts.height:
         lines.append(
-            f"- **{books.conflicts.height:,} head session point(s) conflict** ({books.liger_conflicts:,} "
+            f"- **{books.conflicts.height:,} head session point(s) conflict** ({books.subject_conflicts:,} "
             "of a Liger provider): replicates that disagree far beyond their noise, never judged:"
         )
         for row in books.conflicts.head(LISTED).iter_rows(named=True):

@@ -24,7 +24,7 @@ The kernel's files are :mod:`kiana.culprits.layout`'s rule.  Each culprit is a d
 
 :func:`annotate` adds to findings or steps ``culprits`` (that list; null when it could
 not be looked up: no repository, a session without a recording commit, a commit the
-repository does not hold, or not a Liger provider) and a ``git log`` command that lists
+repository does not hold, or not a provider under test) and a ``git log`` command that lists
 them (``culprits_command``), with the window it covers (``culprits_since``,
 ``culprits_until``: the two sessions' times, the end widened by :data:`SLACK`, since a
 session's rows are committed after they are measured).  Without commits the command
@@ -44,7 +44,6 @@ import polars as pl
 
 from kiana.culprits import history, layout
 from kiana.culprits.layout import KernelFiles
-from kiana.vocabulary import is_liger
 
 #: How long after the later session its rows may land in a commit (the hint's window).
 SLACK = timedelta(days=14)
@@ -219,8 +218,8 @@ class Finder:
         return shlex.join(["git", "log", mode, "--name-only", *where, "--", *files.pathspecs()])
 
     def annotate_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        provider, kernel = str(row.get("provider") or ""), str(row.get("kernel") or "")
-        if not is_liger(provider) or not kernel:
+        kernel = str(row.get("kernel") or "")
+        if not row.get("is_subject") or not kernel:
             return dict.fromkeys(CULPRIT_COLUMNS)
         recorded = origin_commit(row.get("to_origin"))
         start, end = self.span or (origin_commit(row.get("from_origin")), recorded)
@@ -242,7 +241,15 @@ class Finder:
 
 
 #: The columns a culprit list depends on (rows sharing them share their culprits).
-_KEYS = ("provider", "kernel", "from_origin", "to_origin", "from_observed_at", "to_observed_at")
+_KEYS = (
+    "provider",
+    "is_subject",
+    "kernel",
+    "from_origin",
+    "to_origin",
+    "from_observed_at",
+    "to_observed_at",
+)
 
 
 def annotate(

@@ -1,7 +1,7 @@
 """What real benchmark noise looks like, measured the same way on real and generated runs.
 
 :func:`measure` reads runs (the columns of :func:`kiana.load.judged.judged_runs`:
-kernel, pass, gpu, provider, workload, metric, liger_version, observed_at, median,
+kernel, pass, gpu, provider, workload, metric, version, role, observed_at, median,
 p20, p80, origin) and returns a :class:`Calibration`: the numbers
 ``kiana generate --noise realistic`` is calibrated to (``docs/CALIBRATION.md``,
 ``bench/calibrate.py`` prints them for ``../shared/liger``), and the numbers its
@@ -24,7 +24,8 @@ Definitions:
 * a *repeat* is a second measurement of one workload within one sitting: in Liger's
   CSVs a sweep point that two sweeps share (the importer names them
   ``<workload>-sweep-<parameter>``), in generated corpora a replicate round;
-* *baselines* are the providers whose name does not start with ``liger``.
+* *baselines* are the providers of role ``baseline`` (the Liger profile's rule,
+  :mod:`kiana.harness`: every provider but ``liger`` and ``liger_*``).
 
 Scales are robust: ``robust_sd`` is 1.4826 times the median absolute deviation from
 the median (the sd of a normal), ``p90`` the 90th percentile of absolute values, both
@@ -41,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from kiana.vocabulary import subject_expr
+
 if TYPE_CHECKING:
     from kiana.documents import RunSpec
     from kiana.generate.config import CorpusConfig
@@ -49,8 +52,9 @@ if TYPE_CHECKING:
 SITTING_GAP = timedelta(hours=2)
 #: Latency bins (upper bounds, milliseconds) for spread and single samples.
 LATENCY_BINS_MS: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0, 5.0, 50.0, 500.0)
-_SCOPE = ["kernel", "pass", "gpu", "metric", "liger_version", "origin"]
-_SERIES = ["kernel", "pass", "gpu", "provider", "workload"]
+_SCOPE = ["kernel", "pass", "gpu", "metric", "version", "origin"]
+#: A series, with its provider's role (one per provider: it rides along for the baselines' split).
+_SERIES = ["kernel", "pass", "gpu", "provider", "role", "workload"]
 MAD_TO_SD = 1.4826
 
 
@@ -179,7 +183,7 @@ def repeats(runs: pl.DataFrame) -> pl.DataFrame:
 
 #: The columns :func:`measure` reads.
 RUN_COLUMNS: tuple[str, ...] = (
-    "kernel", "pass", "gpu", "provider", "workload", "metric", "liger_version",
+    "kernel", "pass", "gpu", "provider", "workload", "metric", "version", "role",
     "observed_at", "median", "p20", "p80", "origin",
 )  # fmt: skip
 
@@ -188,8 +192,9 @@ def frame_of(specs: Iterable[RunSpec]) -> pl.DataFrame:
     """Generated runs (:meth:`kiana.generate.Corpus.specs`) as the frame :func:`measure`
     reads, without a database (``origin`` is the run's ``liger_csv`` label)."""
     rows = [
-        (s.kernel, s.pass_, s.gpu.label, s.provider, s.workload, s.metric, s.liger_version,
-         s.observed_at, s.median, s.p20, s.p80, s.labels.get("liger_csv"))
+        (s.kernel, s.pass_, s.gpu.label, s.provider, s.workload, s.metric, s.version,
+         s.harness.role(s.provider, s.labels), s.observed_at, s.median, s.p20, s.p80,
+         s.labels.get("liger_csv"))
         for s in specs
     ]  # fmt: skip
     schema: dict[str, Any] = {c: pl.String for c in RUN_COLUMNS}
@@ -214,10 +219,6 @@ def measure_generated(
         for seed in seeds
     ]
     return measure(pl.concat(frames), step_min_ms=step_min_ms)
-
-
-def _is_liger() -> pl.Expr:
-    return pl.col("provider").str.starts_with("liger")
 
 
 def _bins(latency: pl.DataFrame) -> tuple[LatencyBin, ...]:
@@ -247,7 +248,7 @@ def measure(runs: pl.DataFrame, step_min_ms: float = 0.0) -> Calibration:
     median_spread = latency.filter(~single).select(spread.median()).item()
     floor = step_min_ms * 1e6
     moved = steps(latency).filter(pl.col("median") >= floor, pl.col("from_median") >= floor)
-    base, liger = moved.filter(~_is_liger()), moved.filter(_is_liger())
+    base, liger = moved.filter(~subject_expr()), moved.filter(subject_expr())
     offsets = base.unique(["kernel", "pass", "gpu", "provider", "from_sitting", "sitting"])
     offsets = offsets.filter(pl.col("offset").is_not_null())
     shifted = offsets.select((pl.col("offset").abs() > 0.02).mean()).item()
@@ -272,8 +273,8 @@ def measure(runs: pl.DataFrame, step_min_ms: float = 0.0) -> Calibration:
         shifted_share=_float(shifted),
         change_to_spread_median=_float(ratio.median()) if ratio.len() else None,
         change_to_spread_p90=_float(ratio.quantile(0.9, "linear")) if ratio.len() else None,
-        repeats_baseline=scale(again.filter(~_is_liger())["change"]),
-        repeats_liger=scale(again.filter(_is_liger())["change"]),
+        repeats_baseline=scale(again.filter(~subject_expr())["change"]),
+        repeats_liger=scale(again.filter(subject_expr())["change"]),
         baseline_steps_by_gpu=by_gpu,
     )
 

@@ -87,11 +87,11 @@ from typing import Any
 
 from kiana.documents import RunSpec, build_document
 from kiana.errors import InputError
+from kiana.harness import LIGER as PROFILE
 from kiana.importers.gpus import gpu_is_known
 from kiana.importers.rows import COLUMNS, LigerRowError, Row, Skipped, normalise, row_spec
 from kiana.importers.workloads import part_name, separate_collisions
 from kiana.safe import name_like, terminal
-from kiana.vocabulary import LIGER, LIGER_PREFIX
 
 
 class NotLigerCsvError(InputError):
@@ -195,6 +195,10 @@ def read_rows(
         yield Row(record, source, line, csv=csv_name, commit=commit, renamed_from=renamed_from)
 
 
+#: Liger's own provider names (the Liger profile's providers under test: ``liger`` and
+#: ``liger_*``).
+LIGER = PROFILE.subject_providers[0]
+LIGER_PREFIX = PROFILE.subject_prefixes[0]
 #: The Triton provider names of a per-backend CSV (``liger_triton``, ``liger_triton_*``).
 TRITON = f"{LIGER_PREFIX}triton"
 

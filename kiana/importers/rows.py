@@ -334,7 +334,7 @@ def row_spec(row: Row) -> RunSpec:
         gpu=parse_gpu(values["gpu_name"]),
         workload=workload_slug(values["x_name"], params),
         observed_at=_timestamp(row),
-        liger_version=values["liger_version"],
+        version=values["liger_version"],
         median=median,
         p20=p20,
         p80=p80,

@@ -80,6 +80,22 @@ def session(master: str = "local[2]", *, memory: str = "4g") -> SparkSession:
     return spark
 
 
+def _schema_2_runs(runs: DataFrame) -> DataFrame:
+    """The runs of a lake an older kiana exported (``liger_version``, no ``harness`` nor
+    ``role``) as that kiana read them: by the Liger profile (``kiana.export`` reads
+    them so too)."""
+    from pyspark.sql import functions as F
+
+    from kiana.harness import DEFAULT, role_sql
+
+    harness = "'" + DEFAULT.name.replace("'", "''") + "'"
+    return (
+        runs.withColumnRenamed("liger_version", "version")
+        .withColumn("harness", F.lit(DEFAULT.name))
+        .withColumn("role", F.expr(role_sql(harness, "provider", "NULL")))
+    )
+
+
 def judged_runs(spark: SparkSession, lake: str) -> DataFrame:
     """The lake's runs, one per ``run_id``, with the columns the judge reads and their
     ``origin`` (as :func:`kiana.load.judged.judged_runs` makes it)."""
@@ -90,6 +106,8 @@ def judged_runs(spark: SparkSession, lake: str) -> DataFrame:
     base = lake.rstrip("/")
     manifest = json.loads(Path(base, "kiana-export.json").read_text(encoding="utf-8"))
     runs = spark.read.option("basePath", f"{base}/runs").parquet(f"{base}/runs")
+    if "liger_version" in runs.columns:  # exported by an older kiana (schema version 2)
+        runs = _schema_2_runs(runs)
     runs = runs.select("run_id", *JUDGED_COLUMNS).dropDuplicates(["run_id"])
     first = manifest.get("format") == "kiana-parquet/1"
     labels = spark.read.parquet(f"{base}/labels.parquet" if first else f"{base}/labels")

@@ -15,6 +15,8 @@ from functools import cache
 
 import polars as pl
 
+from kiana.harness import LIGER
+
 #: The frames of a judgement that are written, one folder each.
 TABLES: tuple[str, ...] = ("findings", "steps", "quality", "changepoints", "tradeoffs")
 
@@ -38,7 +40,9 @@ def _tiny_runs() -> pl.DataFrame:
                             "pass": "forward",
                             "gpu": "g",
                             "workload": workload,
-                            "liger_version": f"0.{session}.0",
+                            "harness": LIGER.name,
+                            "version": f"0.{session}.0",
+                            "role": LIGER.role(provider),
                             "observed_at": start + timedelta(days=session),
                             "status": "passed",
                             "median": median,

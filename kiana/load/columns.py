@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kiana.harness import harness_sql, role_label_sql, role_sql, version_sql
 from kiana.load.validate import (
     CONTAINERS,
     ENV_STRUCTURE,
@@ -65,11 +66,13 @@ def derived(s: StringOf, measurements: str, source: str, first: str = "") -> str
         {s("d.run.spec.sourceNative.benchmark")} AS benchmark,
         {s("d.run.spec.sourceNative.externalId")} AS external_id,
         json_type(d.run.metadata.labels) AS labels_type,
-        {s("d.run.metadata.labels->'$.liger_version'")} AS liger_version,
+        d.run.spec.sourceNative.source AS source_raw,
+        {s("d.run.spec.sourceNative.source")} AS native_source,
         {s("pj[2]")} AS family
     FROM {source}
 ), f2 AS (
     SELECT *,
+        {harness_sql("native_source")} AS harness,
         string_split(benchmark, '/') AS bench_parts,
         string_split(external_id, '/') AS id_parts,
         {measurements} AS meas
@@ -82,10 +85,14 @@ def derived(s: StringOf, measurements: str, source: str, first: str = "") -> str
             AND isfinite(try_cast(m.value AS DOUBLE)), false)), false), 0) AS bad_measurement,
         list_transform(meas, lambda m: {{'metric': {s("m.metric")},
             'statistic': {s("m.statistic")}, 'value': try_cast(m.value AS DOUBLE),
-            'unit': {s("m.unit")}}}) AS ms
+            'unit': {s("m.unit")}}}) AS ms,
+        {version_sql("harness", "d.run.metadata.labels")} AS version_raw,
+        {role_label_sql("harness", "d.run.metadata.labels")} AS role_raw
     FROM f2
 ), f4 AS (
     SELECT *,
+        {s("version_raw")} AS version,
+        {s("role_raw")} AS role_said,
         CASE WHEN d.run.spec.timing.latencyNs.median IS NOT NULL
              OR NOT list_contains(list_transform(ms, lambda m: m.metric), 'memory')
              THEN 'latency' ELSE 'memory' END AS metric
@@ -141,7 +148,8 @@ def normal(s: StringOf, keys: str = "rec, item, source") -> str:
     document."""
     return f"""{keys}, status, observed_at, benchmark, external_id,
         bench_parts[1] AS kernel, bench_parts[2] AS "pass", id_parts[3] AS provider,
-        id_parts[5] AS workload, liger_version, family, metric, unit, median_val, p20, p80, ms,
+        id_parts[5] AS workload, harness, version, role_said, family, metric, unit, median_val,
+        p20, p80, ms,
         {s("d.run.spec.protocolDigest")} AS protocol_digest,
         {s("d.run.spec.workloadDigest")} AS workload_digest,
         {s("d.run.spec.environmentDigest")} AS environment_digest,
@@ -157,11 +165,12 @@ def normal(s: StringOf, keys: str = "rec, item, source") -> str:
 
 def finished(rows: str) -> str:
     """The query ``rows`` (checked rows of :func:`normal`) with the columns the writer
-    derives from them: ``gpu`` (the GPU label), ``partition_id`` and ``ms50`` (the
-    ``ms_50`` of the source's metrics, compared with the median).  Computed here, with
-    the checks, so that the storing (the load's one serial stage) only copies them."""
+    derives from them: ``gpu`` (the GPU label), ``partition_id``, ``role`` (by the run's
+    harness profile, :func:`kiana.harness.role_sql`) and ``ms50`` (the ``ms_50`` of the
+    source's metrics, compared with the median).  Computed here, with the checks, so
+    that the storing (the load's one serial stage) only copies them."""
     return f"""SELECT *, {partition_id_sql()} AS partition_id FROM (
-    SELECT *, {GPU_LABEL_SQL} AS gpu,
+    SELECT *, {GPU_LABEL_SQL} AS gpu, {role_sql("harness", "provider", "role_said")} AS role,
         try_cast(json_extract(native_metrics, '$.ms_50') AS DOUBLE) AS ms50
     FROM ({rows})
 )"""

@@ -31,7 +31,7 @@ import weakref
 import duckdb
 
 from kiana.errors import DatabaseError
-from kiana.load.schema import check_schema, ensure_schema
+from kiana.load.schema import check_schema, ensure_schema, needs_migration
 
 __all__ = ["CONFIG", "ROW_GROUP_ROWS", "connect", "created", "discard"]
 
@@ -80,6 +80,10 @@ def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.Du
     try:
         if db is not None:
             _refuse_foreign(con, target)
+        if read_only and needs_migration(con):
+            con.close()  # an older kiana's file: upgraded once, then opened as asked
+            connect(db).close()
+            return connect(db, read_only=True)
         (check_schema if read_only else ensure_schema)(con)
     except duckdb.Error as exc:
         con.close()

@@ -20,9 +20,14 @@ from __future__ import annotations
 
 import duckdb
 
+from kiana.harness import DEFAULT, role_sql
+
 #: 2: ``measurements`` and ``labels`` became views over ``run_details`` (one row per run
 #: instead of ~7 detail rows each carrying the 64-character ``run_id``).
-SCHEMA_VERSION = 2
+#: 3: ``runs`` carry ``harness``, ``version`` (was ``liger_version``) and ``role``, by
+#: the run's harness profile (:mod:`kiana.harness`); a database of version 2 is
+#: upgraded in place when it is opened (:func:`migrate`).
+SCHEMA_VERSION = 3
 
 RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     # sha256 of the document's minified JSON.  Unique, but not a PRIMARY KEY: the loader
@@ -31,17 +36,19 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     # the database file and of the load time (bench/README.md).
     ("run_id", "VARCHAR NOT NULL"),
     ("partition_id", "VARCHAR NOT NULL"),  # see kiana.vocabulary.partition_id
+    ("harness", "VARCHAR NOT NULL"),  # its profile's name (kiana.harness), e.g. liger-kernel-bench
     ("family", "VARCHAR NOT NULL"),
     ("kernel", "VARCHAR NOT NULL"),
     ("pass", "VARCHAR NOT NULL"),
     ("provider", "VARCHAR NOT NULL"),
+    ("role", "VARCHAR NOT NULL"),  # subject (the code under test) | baseline, by the profile
     ("workload", "VARCHAR NOT NULL"),  # the workload slug, e.g. hidden4096-rows4096-fp32
     ("gpu", "VARCHAR NOT NULL"),  # vendor + product + form factor, e.g. NVIDIA H100 80GB HBM3
     ("vendor", "VARCHAR NOT NULL"),
     ("product", "VARCHAR NOT NULL"),
     ("form_factor", "VARCHAR"),
     ("architecture", "VARCHAR"),
-    ("liger_version", "VARCHAR NOT NULL"),
+    ("version", "VARCHAR NOT NULL"),  # the profile's version label, e.g. labels.liger_version
     ("observed_at", "TIMESTAMP NOT NULL"),  # UTC
     ("status", "VARCHAR NOT NULL"),
     ("metric", "VARCHAR NOT NULL"),  # latency | memory
@@ -121,8 +128,11 @@ CREATE TABLE IF NOT EXISTS warnings (
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the tables if they are missing; refuse a database of another schema (before
-    creating anything in it)."""
+    """Create the tables if they are missing, upgrade a database an older kiana wrote
+    (:func:`migrate`); refuse a database of another schema (before creating anything in
+    it)."""
+    if _schema_version(con) in MIGRATIONS:
+        migrate(con)
     if _schema_version(con) is not None:
         check_schema(con)
     con.execute("BEGIN TRANSACTION")  # one commit (one WAL sync) for all the statements
@@ -139,6 +149,54 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     check_schema(con)
 
 
+def needs_migration(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con`` is a database an older kiana wrote that :func:`migrate` upgrades."""
+    return _schema_version(con) in MIGRATIONS
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+#: Version 2 -> 3: ``runs`` rebuilt in the columns' order of :data:`RUN_COLUMNS`, with
+#: ``liger_version`` as ``version`` and ``harness`` and ``role`` by the Liger profile,
+#: which is how kiana read every run of those databases (version 2 loaded only documents
+#: with ``labels.liger_version`` and judged ``liger``/``liger_*`` as the code under
+#: test; it kept no ``sourceNative.source``).  In the order of ``load_id``, as loaded.
+_MIGRATE_2 = f"""
+ALTER TABLE runs RENAME TO runs_schema_2;
+CREATE TABLE runs ({", ".join(f'"{n}" {t}' for n, t in RUN_COLUMNS)});
+INSERT INTO runs BY NAME
+SELECT * EXCLUDE (liger_version), liger_version AS version,
+    {role_sql("harness", "provider", "NULL")} AS role
+FROM (SELECT *, {_quoted(DEFAULT.name)} AS harness FROM runs_schema_2)
+ORDER BY load_id;
+DROP TABLE runs_schema_2;
+UPDATE kiana_meta SET value = '3' WHERE key = 'schema_version';
+"""
+
+#: The schema versions an older kiana wrote -> the SQL that upgrades each to the next.
+MIGRATIONS: dict[str, str] = {"2": _MIGRATE_2}
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Upgrade a database of an older schema (:data:`MIGRATIONS`) to
+    :data:`SCHEMA_VERSION`, one transaction per step: interrupted, it is as it was."""
+    (kept,) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0]
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        while (version := _schema_version(con)) in MIGRATIONS:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.execute(MIGRATIONS[str(version)])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+    finally:
+        con.execute(f"SET preserve_insertion_order = {bool(kept)}")
+
+
 def check_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Refuse a database that kiana did not write, or wrote with another schema."""
     from kiana.errors import DatabaseError
@@ -149,10 +207,21 @@ def check_schema(con: duckdb.DuckDBPyConnection) -> None:
             "not a kiana database (it has no kiana_meta table)",
             hint="give a database file written by `kiana load`",
         )
-    if version != str(SCHEMA_VERSION):
+    if version in MIGRATIONS:
         raise DatabaseError(
-            f"this database has kiana schema version {version}, this kiana writes {SCHEMA_VERSION}",
-            hint="load the documents into a new database file (--db NEW.duckdb)",
+            f"this database has kiana schema version {version} (an older kiana's), this kiana "
+            f"reads {SCHEMA_VERSION}",
+            hint="open it once for writing (`kiana load` into it, or kiana.load.connect(FILE)): "
+            "kiana upgrades it in place, keeping every run",
+        )
+    if version != str(SCHEMA_VERSION):
+        newer = version.isdigit() and int(version) > SCHEMA_VERSION
+        raise DatabaseError(
+            f"this database has kiana schema version {version}, this kiana reads {SCHEMA_VERSION}",
+            hint="a newer kiana wrote it: upgrade kiana (pip install -U kiana), or load the "
+            "documents into a new database file (--db NEW.duckdb)"
+            if newer
+            else "load the documents into a new database file (--db NEW.duckdb)",
         )
 
 

@@ -87,8 +87,8 @@ INSERT INTO rejects SELECT {load_id}, source, path, reason, (doc::VARCHAR)[:200]
 #: The new runs (``good``) -> ``runs``.
 _INSERT_RUNS_SQL = """
 INSERT INTO runs BY NAME
-SELECT run_id, partition_id, family, kernel, "pass", provider, workload, gpu, vendor, product,
-    form_factor, architecture, liger_version, observed_at, status, metric, unit,
+SELECT run_id, partition_id, harness, family, kernel, "pass", provider, role, workload, gpu,
+    vendor, product, form_factor, architecture, version, observed_at, status, metric, unit,
     median_val AS median, p20, p80,
     CASE WHEN metric = 'latency' THEN median_val::BIGINT END AS median_ns,
     CASE WHEN metric = 'latency' THEN round(p20)::BIGINT END AS p20_ns,

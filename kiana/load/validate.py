@@ -18,6 +18,9 @@ Raw JSON leaves are typed by their first character: ``"`` is a string, a digit,
 
 from __future__ import annotations
 
+from kiana.harness import missing_version_sql, role_key_sql, version_label_sql
+from kiana.vocabulary import ROLES
+
 API_VERSION = "kernelindex.dev/v1alpha1"
 
 #: Latencies are stored as BIGINT nanoseconds: anything from here up is rejected
@@ -176,15 +179,23 @@ CHECKS: tuple[Check, ...] = (
         "'$.run.spec.sourceNative.externalId'",
         "'externalId names ' || id_parts[1] || '/' || id_parts[2] || ' but benchmark is ' || benchmark",
     ),
+    _string("d.run.spec.sourceNative.source", "$.run.spec.sourceNative.source", optional=True),
     (
         "labels_type IS DISTINCT FROM 'OBJECT'",
         "'$.run.metadata.labels'",
-        "'$.run.metadata.labels must be an object holding liger_version'",
+        f"'$.run.metadata.labels must be an object holding ' || {version_label_sql('harness')}",
     ),
     (
-        "liger_version IS NULL OR trim(liger_version) = ''",
-        "'$.run.metadata.labels.liger_version'",
-        "'$.run.metadata.labels.liger_version is missing or not a string: every run needs its Liger release'",
+        "version IS NULL OR trim(version) = ''",
+        f"'$.run.metadata.labels.' || {version_label_sql('harness')}",
+        missing_version_sql("harness"),
+    ),
+    (
+        "role_raw IS NOT NULL AND role_raw <> 'null' AND coalesce(role_said NOT IN "
+        f"({', '.join(repr(r) for r in ROLES)}), true)",
+        f"'$.run.metadata.labels.' || {role_key_sql('harness')}",
+        f"'$.run.metadata.labels.' || {role_key_sql('harness')} || ' must be "
+        f"{' or '.join(ROLES)} (got ' || role_raw[:40] || ')'",
     ),
     _digest("protocolDigest"),
     _digest("workloadDigest"),

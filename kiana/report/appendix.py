@@ -44,9 +44,9 @@ def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
         empty="no latency runs",
     )  # fmt: skip
     versions = table(
-        (Column("Liger version"), Column("order", "right"), Column("kind"), Column("runs", "right"),
+        (Column("version"), Column("order", "right"), Column("kind"), Column("runs", "right"),
          Column("first observed")),
-        ([r["liger_version"], r["version_rank"],
+        ([r["version"], r["version_rank"],
           "PEP 440" if r["version_kind"] == "pep440" else Html('<span class="bad">not PEP 440</span>'),
           r["runs"], str(r["first_observed_at"])] for r in g.versions.iter_rows(named=True)),
     )  # fmt: skip
@@ -68,7 +68,7 @@ def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
         f'<h3>Rejected documents, by problem</h3><div class="scroll">{rejects}</div>'
         f"<h3>Warnings on loaded runs</h3>{warnings}"
         f"<h3>Spread (p20–p80) per GPU</h3>{spread_note}{spread}"
-        f"<h3>Liger versions, in kiana's order</h3>{versions_note}"
+        f"<h3>Versions, in kiana's order</h3>{versions_note}"
         f'<div class="scroll">{versions}</div>'
         f"<h3>Sessions not judged ({g.not_judged.height:,})</h3>{sessions}"
         f"<h3>Digest conflicts</h3>{conflicts}"
@@ -77,7 +77,7 @@ def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
 
 NOT_JUDGED = (
     ("kernel", "kernel"), ("pass", "pass"), ("provider", "provider"), ("GPU", "gpu"),
-    ("workload", "workload"), ("metric", "metric"), ("Liger version", "liger_version"),
+    ("workload", "workload"), ("metric", "metric"), ("version", "version"),
     ("session", "session"), ("runs", "runs"), ("max/min", "ratio"), ("why", "message"),
 )  # fmt: skip
 

@@ -67,7 +67,7 @@ class Gathered:
     """The frames of the page's sections (see :func:`gather`)."""
 
     counts: dict[str, int]
-    versions: pl.DataFrame  # liger_version, version_rank, version_kind, runs
+    versions: pl.DataFrame  # version, version_rank, version_kind, runs
     findings: pl.DataFrame  # latency findings, most important first, with `rank`, `listed`
     memory_findings: pl.DataFrame
     latency_counts: Counts  # what the latency table lists, hides and folds (as the CLI)
@@ -85,7 +85,7 @@ class Gathered:
 
 def own_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """The findings that are news of their own: a baseline provider's drift folded into
-    the Liger finding it explains (``folded``, named in that finding's evidence) is not
+    the finding of the code under test it explains (``folded``, named in that finding's evidence) is not
     listed or counted again."""
     if "folded" not in findings.columns:
         return findings
@@ -135,10 +135,10 @@ def chart_scopes(steps: pl.DataFrame, charted: pl.DataFrame) -> pl.DataFrame:
 
 
 def versions_frame(runs: pl.DataFrame) -> pl.DataFrame:
-    """Every Liger version of the runs in kiana's order, with its number of runs."""
+    """Every version of the runs in kiana's order, with its number of runs."""
     return (
         version_table(runs)
-        .join(runs.group_by("liger_version").agg(pl.len().alias("runs")), on="liger_version")
+        .join(runs.group_by("version").agg(pl.len().alias("runs")), on="version")
         .sort("version_rank")
     )
 
@@ -219,15 +219,8 @@ def gather(data: ReportData) -> Gathered:
 
 
 #: The counts of runs and steps in ``Gathered.counts`` (of every shard's: ``Totals.counts``).
-RUN_COUNTS: tuple[str, ...] = (
-    "runs",
-    "partitions",
-    "kernels",
-    "GPUs",
-    "Liger versions",
-    "latency runs",
-)
-RUN_COUNTS += ("memory runs", "not passed", "steps")
+RUN_COUNTS: tuple[str, ...] = ("runs", "partitions", "kernels", "GPUs", "versions")
+RUN_COUNTS += ("latency runs", "memory runs", "not passed", "steps")
 
 
 def run_counts(runs: pl.DataFrame, steps: int) -> dict[str, int]:
@@ -238,7 +231,7 @@ def run_counts(runs: pl.DataFrame, steps: int) -> dict[str, int]:
         "partitions": runs["partition_id"].n_unique(),
         "kernels": runs["kernel"].n_unique(),
         "GPUs": runs["gpu"].n_unique(),
-        "Liger versions": runs["liger_version"].n_unique(),
+        "versions": runs["version"].n_unique(),
         "latency runs": passed.filter(pl.col("metric") == "latency").height,
         "memory runs": passed.filter(pl.col("metric") == "memory").height,
         "not passed": runs.height - passed.height,

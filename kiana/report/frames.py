@@ -18,7 +18,7 @@ from kiana.errors import UsageError
 from kiana.report.components import visible
 from kiana.stats.sessions import SESSION_GAP
 from kiana.stats.versions import version_table
-from kiana.vocabulary import FINDING_KEYS, liger_expr
+from kiana.vocabulary import FINDING_KEYS, subject_expr
 
 __all__ = [
     "chart_values",
@@ -61,9 +61,9 @@ def series_frame(
 ) -> pl.DataFrame:
     """Per provider and *session* of one partition (sessions as the statistics find
     them, :func:`kiana.stats.series.judgeable`, with the same ``gap``): median of the
-    run medians, p20, p80, the number of runs, ``liger_version``, ``session`` (id),
+    run medians, p20, p80, the number of runs, ``version``, ``session`` (id),
     ``version_rank``, ``point`` (the x position: session id, a space, the version;
-    :func:`point_order` sorts them) and ``role`` (``Liger`` | ``baseline``).  Two
+    :func:`point_order` sorts them) and ``role`` (``subject`` | ``baseline``).  Two
     sessions under one label are two points.
 
     Sessions are found among the runs of the partition's kernel, pass and GPU (every
@@ -87,21 +87,25 @@ def series_frame(
     else:
         data = mine
     sessions = judgeable(data, gap).filter(pl.col("partition_id") == partition_id)
-    ranks = version_table(sessions).select("liger_version", "version_rank")
+    ranks = version_table(sessions).select("version", "version_rank")
+    subject = subject_expr().any().over("provider")
     return (
-        sessions.group_by("provider", "liger_version", "session", "origin")
+        sessions.with_columns(subject.alias("_subject"))
+        .group_by("provider", "version", "session", "origin")
         .agg(
             pl.col("median").median().alias("median"),
             pl.col("p20").median().alias("p20"),
             pl.col("p80").median().alias("p80"),
             pl.len().alias("runs"),
             pl.col("session_start").min().alias("session_start"),
+            pl.col("_subject").first(),
         )
-        .join(ranks, on="liger_version", how="left")
+        .join(ranks, on="version", how="left")
         .with_columns(
-            pl.concat_str([pl.col("session"), pl.lit(" "), pl.col("liger_version")]).alias("point"),
-            pl.when(liger_expr()).then(pl.lit("Liger")).otherwise(pl.lit("baseline")).alias("role"),
+            pl.concat_str([pl.col("session"), pl.lit(" "), pl.col("version")]).alias("point"),
+            pl.when("_subject").then(pl.lit("subject")).otherwise(pl.lit("baseline")).alias("role"),
         )
+        .drop("_subject")
         .drop("origin")
         .sort("provider", "version_rank", "session_start", "point")
     )
@@ -119,9 +123,9 @@ def point_order(frame: pl.DataFrame) -> list[str]:
 
 
 def version_order(frame: pl.DataFrame) -> list[str]:
-    """The versions of a frame with ``liger_version`` and ``version_rank``, in order."""
-    ordered = frame.select("liger_version", "version_rank").unique().sort("version_rank")
-    return [str(v) for v in ordered["liger_version"].to_list()]
+    """The versions of a frame with ``version`` and ``version_rank``, in order."""
+    ordered = frame.select("version", "version_rank").unique().sort("version_rank")
+    return [str(v) for v in ordered["version"].to_list()]
 
 
 def step_of(finding: Mapping[str, Any]) -> tuple[str, str]:
@@ -225,33 +229,37 @@ def worst_step(steps: pl.DataFrame, finding: Mapping[str, Any]) -> dict[str, Any
 def speedup_frame(
     runs: pl.DataFrame, *, version: str | None = None, ranks: pl.DataFrame | None = None
 ) -> pl.DataFrame:
-    """Per partition, Liger provider and same-run baseline: the speedup (baseline median
-    / Liger median) at the newest version where both were measured (or ``version``).
+    """Per partition, provider under test and same-run baseline: the speedup (baseline
+    median / its median) at the newest version where both were measured (or ``version``).
     ``ranks``: the version table that orders them (default: of ``runs``' own passed
     latency runs; a shard of the runs passes every shard's, :mod:`kiana.report.totals`)."""
     data = _passed(runs, "latency").filter(pl.col("median") > 0)
-    keys = ["partition_id", "kernel", "pass", "gpu", "workload", "liger_version"]
-    per = data.group_by([*keys, "provider"]).agg(pl.col("median").median())
-    liger = per.filter(liger_expr())
-    base = per.filter(~liger_expr()).rename({"provider": "baseline", "median": "baseline_median"})
+    keys = ["partition_id", "harness", "kernel", "pass", "gpu", "workload", "version"]
+    per = data.group_by([*keys, "provider"]).agg(
+        pl.col("median").median(), subject_expr().any().alias("_subject")
+    )
+    subject = per.filter("_subject").drop("_subject")
+    base = (
+        per.filter(~pl.col("_subject"))
+        .drop("_subject")
+        .rename({"provider": "baseline", "median": "baseline_median"})
+    )
     if version is not None:
-        liger = liger.filter(pl.col("liger_version") == version)
-    pairs = liger.join(base, on=keys, how="inner").with_columns(
+        subject = subject.filter(pl.col("version") == version)
+    pairs = subject.join(base, on=keys, how="inner").with_columns(
         (pl.col("baseline_median") / pl.col("median")).alias("speedup")
     )
-    ranks = (version_table(data) if ranks is None else ranks).select(
-        "liger_version", "version_rank"
-    )
-    pairs = pairs.join(ranks, on="liger_version", how="left")
+    ranks = (version_table(data) if ranks is None else ranks).select("version", "version_rank")
+    pairs = pairs.join(ranks, on="version", how="left")
     newest = pl.col("version_rank") == pl.col("version_rank").max().over("partition_id", "provider")
     return pairs.filter(newest).sort("kernel", "pass", "gpu", "provider", "baseline", "workload")
 
 
 def speedup_summary(pairs: pl.DataFrame) -> pl.DataFrame:
     """The speedups of :func:`speedup_frame` over the workloads of each kernel, pass, GPU,
-    Liger provider and baseline: geometric mean, the slowest and the fastest workload,
-    how many workloads are below 1×.  ``row`` (``kernel · pass · GPU``) is the speedup
-    map's row: only kernels, passes and GPUs where a Liger provider and a baseline were
+    provider under test and baseline: geometric mean, the slowest and the fastest
+    workload, how many workloads are below 1×.  ``row`` (``kernel · pass · GPU``) is the
+    speedup map's row: only kernels, passes and GPUs where one under test and a baseline were
     measured together have one; ``pair`` (``liger vs torch``) is one mark of it, the
     ``slot``-th of its row's ``slots`` (in provider, baseline order)."""
     keys = ["kernel", "pass", "gpu", "provider", "baseline"]
@@ -263,7 +271,8 @@ def speedup_summary(pairs: pl.DataFrame) -> pl.DataFrame:
             pl.col("speedup").max().alias("best"),
             (pl.col("speedup") < 1).sum().alias("below_1x"),
             pl.len().alias("workloads"),
-            pl.col("liger_version").sort_by("version_rank").last().alias("liger_version"),
+            pl.col("version").sort_by("version_rank").last().alias("version"),
+            pl.col("harness").first(),
         )
         .sort(keys)
     )

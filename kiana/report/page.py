@@ -11,6 +11,7 @@ import polars as pl
 
 from kiana import __version__
 from kiana.errors import KianaError
+from kiana.harness import display_name
 from kiana.pipeline import Counts
 from kiana.report import assets, charts, frames
 from kiana.report.appendix import provenance, quality_section
@@ -61,21 +62,19 @@ SECTIONS = (
 )
 
 
-def summary(g: Gathered) -> Html:
+def subject_name(data: ReportData) -> str | None:
+    """The display name of the data's one harness ("Liger"), None for several."""
+    runs = data.runs
+    return display_name(runs["harness"].unique().to_list()) if runs.height else None
+
+
+def summary(g: Gathered, name: str | None) -> Html:
     c = g.counts
+    keys = ("documents read", "runs", "rejects", "partitions", "kernels", "GPUs", "versions")
     cards = stat_cards(
-        (k, c[k])
-        for k in (
-            "documents read",
-            "runs",
-            "rejects",
-            "partitions",
-            "kernels",
-            "GPUs",
-            "Liger versions",
-            "findings",
-        )
-    )
+        [*((f"{name} versions" if k == "versions" and name else k, c[k]) for k in keys),
+         ("findings", c["findings"])]
+    )  # fmt: skip
     verdicts = "".join(
         f'<div class="card"><div class="num">{esc(fmt_number(c[v]))}</div>'
         f'<div class="label">{badge(v)}</div></div>'
@@ -176,7 +175,7 @@ def listed_text(counts: Counts) -> Html:
         text += f"; not listed: {unlisted} (verdict 'all' shows them)"
     if counts.folded:
         text += (
-            f"; {counts.folded:,} baseline drift folded into the Liger findings they explain "
+            f"; {counts.folded:,} baseline drift folded into the findings they explain "
             "(named in their evidence, not counted again)"
         )
     return esc(text + ".")
@@ -275,19 +274,22 @@ def _chart(chart_id: str, spec: dict[str, Any]) -> Html:
     )
 
 
-def speedup_section(g: Gathered, limit: int) -> Html:
+def speedup_section(g: Gathered, limit: int, name: str | None) -> Html:
+    who = f"a {name} provider" if name else "a provider under test"
     if g.speedups.height == 0:
-        return note("No partition has a Liger provider and a baseline at the same version.")
+        return note(f"No partition has {who} and a baseline at the same version.")
     drawn = g.speedups["row"].n_unique()
     spec = charts.speedup_spec(g.speedups, filter_element="#speedup-filter")
+    mine = name or "its"
     legend = note(
-        f"One row per kernel · pass · GPU where a Liger provider and a baseline were measured "
-        f"in the same session ({drawn:,} rows, no empty ones). Each mark is one Liger "
-        "provider against one baseline at the newest version both ran: the dot is the "
-        "geometric mean over the workload sweep of baseline median / Liger median, the line "
-        "runs from the slowest to the fastest workload. Right of the dashed 1× line Liger is "
-        "faster; a dot or line in the red band left of it is slower (the workloads are listed "
-        "below). Colour: the baseline, as in every chart; shape: the Liger provider. Hover a "
+        f"One row per kernel · pass · GPU where {who} and a baseline were measured "
+        f"in the same session ({drawn:,} rows, no empty ones). Each mark is {who} "
+        "against one baseline at the newest version both ran: the dot is the "
+        f"geometric mean over the workload sweep of baseline median / {mine} median, the line "
+        f"runs from the slowest to the fastest workload. Right of the dashed 1× line "
+        f"{name or 'it'} is faster; a dot or line in the red band left of it is slower (the "
+        "workloads are listed below). Colour: the baseline, as in every chart; shape: "
+        f"{'the ' + name + ' provider' if name else 'the provider under test'}. Hover a "
         "mark for its numbers"
         + (", pick a kernel or GPU to narrow the rows." if "params" in spec else ".")
     )
@@ -296,19 +298,21 @@ def speedup_section(g: Gathered, limit: int) -> Html:
         f'<div class="chart-scroll">{_chart("c-speedup", spec)}</div>'
     )
     flips, cap = capped(g.flips, limit, "workloads below 1x")
-    cols = (Column("kernel", key="kernel"), Column("pass"), Column("Liger provider"),
+    tag = name or "subject"
+    cols = (Column("kernel", key="kernel"), Column("pass"), Column(f"{tag} provider"),
             Column("baseline"), Column("GPU"), Column("workload"), Column("version"),
-            Column("Liger median (ns)", "right"), Column("baseline median (ns)", "right"),
+            Column(f"{tag} median (ns)", "right"), Column("baseline median (ns)", "right"),
             Column("speedup", "right"))  # fmt: skip
     rows = (
         [r["kernel"], r["pass"], r["provider"], r["baseline"], r["gpu"], r["workload"],
-         r["liger_version"], r["median"], r["baseline_median"],
+         r["version"], r["median"], r["baseline_median"],
          Cell(Html(f'<span class="bad">{esc(fmt_ratio(r["speedup"]))}</span>'), r["speedup"])]
         for r in flips.iter_rows(named=True)
     )  # fmt: skip
     flip_table = table(cols, rows, id="flips-table", sortable=True, empty="no workload below 1×")
     return chart + Html(
-        f"<h3>Workloads where Liger is slower than a baseline ({g.flips.height:,})</h3>"
+        f"<h3>Workloads where {esc(name or 'the code under test')} is slower than a "
+        f"baseline ({g.flips.height:,})</h3>"
         f'<div class="scroll">{flip_table}</div>{cap}'
     )
 
@@ -328,19 +332,21 @@ def render(data: ReportData) -> str:
     """The whole page as one string: a function of ``data`` alone."""
     g = gather(data)
     options, rows = data.options, data.options.table_rows
+    name = subject_name(data)
+    who = name or "the code under test"
     charted = {int(r) for r in g.charted["rank"].to_list()} if g.charted.height else set()
     sections: list[tuple[str, Callable[[], Html], str | None]] = [
-        ("summary", lambda: summary(g), None),
+        ("summary", lambda: summary(g, name), None),
         ("findings", lambda: findings_table(g.findings, charted, g.latency_counts,
                                             table_id="findings-table", limit=rows),
          "One row per kernel, timed pass, provider, GPU and pair of sessions, judged on its "
-         "whole workload sweep; change: its estimate (pooled, control-adjusted for Liger; "
+         f"whole workload sweep; change: its estimate (pooled, control-adjusted for {who}; "
          "+ = slower) ± its standard error. Memory findings are under Memory."),
         ("charts", lambda: chart_cards(g, data.judge_options),
          _charts_intro(g)),
-        ("speedup", lambda: speedup_section(g, rows),
-         "Is Liger faster than the baselines measured beside it? Baseline median / Liger "
-         "median (2× = Liger takes half the time), per kernel, pass and GPU."),
+        ("speedup", lambda: speedup_section(g, rows, name),
+         f"Is {who} faster than the baselines measured beside it? Baseline median / its "
+         f"median (2× = {who} takes half the time), per kernel, pass and GPU."),
         ("memory", lambda: memory_section(g, charted, rows),
          "Peak memory (MB), judged apart from latency: change is the relative change of the "
          "median peak memory (+ = more memory)."),
@@ -358,7 +364,8 @@ def render(data: ReportData) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(options.title)}</title><style>{assets.STYLE}</style></head><body>"
-        f"<header><h1>{esc(options.title)}: did a Liger kernel get slower?</h1>"
+        f"<header><h1>{esc(options.title)}: did {esc('a ' + name if name else 'a')} kernel "
+        "get slower?</h1>"
         f'<div class="headline">{esc(headline(data))}</div>'
         + (f'<div class="coverage">{esc(covered)}</div>' if covered else "")
         + f'<div class="sub">kiana {esc(__version__)} · generated '

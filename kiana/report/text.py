@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from kiana.harness import display_name
 from kiana.report.data import ReportData, coverage, own_findings, versions_frame
 from kiana.vocabulary import VERDICTS
 
@@ -31,12 +32,14 @@ def headline(data: ReportData) -> str:
              for v in VERDICTS if v == "regression" or (v != "unchanged" and counts[v])]  # fmt: skip
     moved = ", ".join(parts)
     runs, known = data.runs, data.totals
-    versions = versions_frame(runs)["liger_version"].to_list() if runs.height else []
+    versions = versions_frame(runs)["version"].to_list() if runs.height else []
+    harnesses = runs["harness"].unique().to_list() if runs.height else []
     kernels, gpus, count = runs["kernel"].n_unique(), runs["gpu"].n_unique(), runs.height
     if known is not None:  # runs are the charts' only: every shard's totals
-        versions = known.versions["liger_version"].to_list()
+        versions, harnesses = known.versions["version"].to_list(), list(known.harnesses)
         kernels, gpus, count = len(known.kernels), len(known.gpus), known.counts["runs"]
-    span = f"Liger {versions[0]} → {versions[-1]}" if versions else "no versions"
+    name = display_name(harnesses) if harnesses else None
+    span = f"{name or 'versions'} {versions[0]} → {versions[-1]}" if versions else "no versions"
     memory = own.filter(pl.col("metric") == "memory").height if own.height else 0
     split = f" ({own.height - memory:,} latency, {memory:,} memory)" if memory else ""
     return (

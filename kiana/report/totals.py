@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from kiana.stats import Judgement
 
 #: The columns of a run the counts, versions and spread read (those a shard has).
-COUNTED: tuple[str, ...] = ("partition_id", "kernel", "gpu", "status", "metric")
-COUNTED += ("liger_version", "observed_at", "median", "p20", "p80")
+COUNTED: tuple[str, ...] = ("partition_id", "kernel", "gpu", "harness", "status", "metric")
+COUNTED += ("version", "observed_at", "median", "p20", "p80")
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class Totals:
     spread: pl.DataFrame  #: as ``data._spread`` of every passed run
     kernels: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()
+    harnesses: tuple[str | None, ...] = ()  #: every run's harness (None: none named)
 
 
 def _columns(runs: pl.DataFrame, wanted: tuple[str, ...]) -> list[str]:
@@ -90,6 +91,7 @@ def _totals(
     counts = dict.fromkeys(names, 0)
     kernels: set[str] = set()
     gpus: set[str] = set()
+    harnesses: set[str | None] = set()
     firsts, paired, spreads, kept = [], [], [], []
     for shard in shards():
         if keep is not None:
@@ -104,19 +106,18 @@ def _totals(
         counts["not passed"] += runs.height - passed.height
         kernels |= set(runs["kernel"].drop_nulls().to_list())
         gpus |= set(runs["gpu"].drop_nulls().to_list())
-        by_version = runs.group_by("liger_version")
+        harnesses |= set(runs["harness"].unique().to_list())
+        by_version = runs.group_by("version")
         firsts.append(by_version.agg(pl.col("observed_at").min(), pl.len().alias("runs")))
-        paired.append(
-            runs.filter(_eligible()).group_by("liger_version").agg(pl.col("observed_at").min())
-        )
+        paired.append(runs.filter(_eligible()).group_by("version").agg(pl.col("observed_at").min()))
         spreads.append(_spread(passed))
         del runs, passed
     first = _merged(firsts, runs=True)
-    versions = version_table(first).join(first.select("liger_version", "runs"), on="liger_version")
+    versions = version_table(first).join(first.select("version", "runs"), on="version")
     ranks = version_table(_merged(paired, runs=False))
     pairs = [frames.speedup_frame(shard.filter(_eligible()), ranks=ranks) for shard in shards()]
     known = {**counts, "kernels": len(kernels), "GPUs": len(gpus)}
-    known |= {"Liger versions": versions.height, "steps": steps}
+    known |= {"versions": versions.height, "steps": steps}
     found = Totals(
         counts={k: known[k] for k in RUN_COUNTS},
         versions=versions.sort("version_rank"),
@@ -124,13 +125,14 @@ def _totals(
         spread=_concat(spreads).sort("gpu"),
         kernels=tuple(sorted(kernels)),
         gpus=tuple(sorted(gpus)),
+        harnesses=tuple(sorted(harnesses, key=lambda h: (h is None, h or ""))),
     )
     return found, kept
 
 
 def _merged(parts: list[pl.DataFrame], *, runs: bool) -> pl.DataFrame:
     """Per version: the first observation of every shard (and the runs, summed)."""
-    merged = _concat(parts).group_by("liger_version")
+    merged = _concat(parts).group_by("version")
     if runs:
         return merged.agg(pl.col("observed_at").min(), pl.col("runs").sum())
     return merged.agg(pl.col("observed_at").min())

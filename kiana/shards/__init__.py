@@ -166,7 +166,7 @@ def _versions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The version table of the judgeable runs (passed, with a median), oldest first,
     for the baseline check (:func:`kiana.stats.versions.version_table`)."""
     firsts: pl.DataFrame = con.sql(
-        "SELECT liger_version, min(observed_at) AS observed_at FROM runs "
+        "SELECT version, min(observed_at) AS observed_at FROM runs "
         "WHERE status = 'passed' AND median IS NOT NULL AND NOT isnan(median) GROUP BY 1"
     ).pl()
     return version_table(firsts)

@@ -32,13 +32,13 @@ from kiana.vocabulary import FINDING_KEYS, verdict_rank
 
 def order_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """Findings in the judge's order (:func:`kiana.stats.sweeps.findings`): verdict,
-    Liger first, impact, then the finding keys."""
+    the code under test first, impact, then the finding keys."""
     if findings.height == 0:
         return findings
     return (
         findings.with_columns(verdict_rank("verdict").alias("_rank"))
         .sort(
-            ["_rank", "is_liger", "impact", *KEYS],
+            ["_rank", "is_subject", "impact", *KEYS],
             descending=[False, True, True] + [False] * len(KEYS),
         )
         .drop("_rank")
@@ -58,8 +58,8 @@ def merge_coverage(parts: list[Coverage]) -> Coverage:
         compared=sum(p.compared for p in parts),
         partitions=sum(p.partitions for p in parts),
         partitions_compared=sum(p.partitions_compared for p in parts),
-        liger_series=sum(p.liger_series for p in parts),
-        liger_compared=sum(p.liger_compared for p in parts),
+        subject_series=sum(p.subject_series for p in parts),
+        subject_compared=sum(p.subject_compared for p in parts),
         not_compared={
             r: reasons[r]
             for r in sorted(reasons, key=lambda r: order.index(r) if r in order else len(order))
@@ -221,7 +221,7 @@ class Judged:
         if len(self._small["versions"]) == 1:
             return self._small["versions"][0]
         firsts = self._concat("versions").select(
-            "liger_version", pl.col("first_observed_at").alias("observed_at")
+            "version", pl.col("first_observed_at").alias("observed_at")
         )
         return version_table(firsts)
 

@@ -25,7 +25,7 @@ from kiana.shards.unit import POS, Unit, changepoint_rows, cp_series, judge_unit
 from kiana.stats.calfit import prefix_size
 from kiana.stats.calibration import Calibration
 from kiana.stats.sessions import SESSION_FORMAT
-from kiana.vocabulary import LIGER, LIGER_PREFIX, SERIES_KEYS, liger_expr
+from kiana.vocabulary import SERIES_KEYS
 
 if TYPE_CHECKING:
     import duckdb
@@ -33,10 +33,10 @@ if TYPE_CHECKING:
     from kiana.stats import CodeChanges, JudgeOptions
 
 #: What must agree between the stored points and the window's where both have them.
-_SAME = ("session", "origin", "liger_version", "position", "cp_index", "n_runs", "conflict",
+_SAME = ("session", "origin", "version", "position", "cp_index", "n_runs", "conflict",
          "log_median", "sigma")  # fmt: skip
 _JUDGEABLE = "status = 'passed' AND median IS NOT NULL AND NOT isnan(median)"
-_LIGER = f"(provider = '{LIGER}' OR starts_with(provider, '{LIGER_PREFIX}'))"
+_SUBJECT = "(role = 'subject')"
 
 
 def stored(con: duckdb.DuckDBPyConnection, table: str, gpu: str) -> pl.DataFrame:
@@ -49,7 +49,7 @@ def has_baselines(con: duckdb.DuckDBPyConnection, gpu: str) -> bool:
     steps take the GPU-wide control, which crosses kernels)."""
     rows = con.execute(
         f"SELECT count(*) FROM (SELECT partition_id FROM runs WHERE gpu = $g AND {_JUDGEABLE} "
-        f"GROUP BY partition_id HAVING NOT bool_or(NOT {_LIGER}))",
+        f"GROUP BY partition_id HAVING NOT bool_or(NOT {_SUBJECT}))",
         {"g": gpu},
     ).fetchall()
     return int(rows[0][0]) == 0
@@ -178,10 +178,10 @@ def _bases_agree(old: pl.DataFrame, new: pl.DataFrame) -> bool:
     """Whether each partition of the window has a baseline's point there exactly when it
     has one among all its points (the judge falls back on the GPU-wide control where a
     partition has none: the window must see what every run shows)."""
-    base = ~pl.col("conflict") & ~liger_expr()
+    base = ~pl.col("conflict") & ~pl.col("is_subject")
     window = new.group_by("partition_id").agg(base.any().alias("_w"))
-    every = pl.concat([old.select("partition_id", "conflict", "provider"),
-                       new.select("partition_id", "conflict", "provider")])  # fmt: skip
+    every = pl.concat([old.select("partition_id", "conflict", "is_subject"),
+                       new.select("partition_id", "conflict", "is_subject")])  # fmt: skip
     whole = every.group_by("partition_id").agg(base.any().alias("_a"))
     joined = window.join(whole, on="partition_id", how="left")
     return bool((joined["_w"] == joined["_a"]).all())
@@ -192,12 +192,12 @@ def _ranks_agree(con: duckdb.DuckDBPyConnection, gpu: str, window: pl.DataFrame)
     from kiana.stats.versions import version_table
 
     firsts = con.sql(
-        f"SELECT liger_version, observed_at FROM runs WHERE gpu = $g AND {_JUDGEABLE}",
+        f"SELECT version, observed_at FROM runs WHERE gpu = $g AND {_JUDGEABLE}",
         params={"g": gpu},
     ).pl()
     whole = version_table(firsts)
-    mine = version_table(window.select("liger_version", "observed_at"))
-    ranks = mine.join(whole, on="liger_version", how="left").sort("version_rank")
+    mine = version_table(window.select("version", "observed_at"))
+    ranks = mine.join(whole, on="version", how="left").sort("version_rank")
     right = ranks["version_rank_right"]
     return bool(right.is_sorted()) and right.null_count() == 0
 

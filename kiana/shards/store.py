@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from kiana.stats import CodeChanges, Coverage, JudgeOptions
 
 #: Bumped whenever what is stored changes meaning: older stored judgements are rebuilt.
-STORE_VERSION = 2
+STORE_VERSION = 3
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
@@ -156,8 +156,7 @@ def create(con: duckdb.DuckDBPyConnection, the_key: str) -> None:
         "steps BIGINT, prefix BIGINT, cut TIMESTAMP, coverage VARCHAR)"
     )
     con.execute(
-        "CREATE TABLE judged_versions (gpu VARCHAR, liger_version VARCHAR, "
-        "first_observed_at TIMESTAMP)"
+        "CREATE TABLE judged_versions (gpu VARCHAR, version VARCHAR, first_observed_at TIMESTAMP)"
     )
     for table, schema in schemas().items():
         empty = pl.DataFrame(schema=schema)  # noqa: F841 (read by DuckDB)
@@ -225,7 +224,7 @@ def finish(
              row["cut"], covered],
         )  # fmt: skip
     con.execute(
-        "INSERT INTO judged_versions SELECT gpu, liger_version, min(observed_at) FROM runs "
+        "INSERT INTO judged_versions SELECT gpu, version, min(observed_at) FROM runs "
         "WHERE gpu IN (SELECT unnest($g)) AND status = 'passed' AND median IS NOT NULL "
         "AND NOT isnan(median) GROUP BY ALL",
         {"g": names},
@@ -248,7 +247,7 @@ def coverage_of(con: duckdb.DuckDBPyConnection, gpu: str, options: JudgeOptions)
     ).pl()
     steps = con.sql(f"SELECT DISTINCT {keys} FROM judged_steps WHERE gpu = $g", params=where).pl()
     aa = con.sql(f"SELECT DISTINCT {keys} FROM judged_aa WHERE gpu = $g", params=where).pl()
-    runs = con.sql(f"SELECT DISTINCT {keys} FROM runs WHERE gpu = $g", params=where).pl()
+    runs = con.sql(f"SELECT DISTINCT {keys}, role FROM runs WHERE gpu = $g", params=where).pl()
     return coverage(points, steps, options, runs, reruns=aa)
 
 

@@ -86,8 +86,8 @@ class StoredJudged(Judged):
         from kiana.stats.versions import version_table
 
         firsts = self._con.sql(
-            "SELECT liger_version, min(first_observed_at) AS observed_at FROM judged_versions "
-            "GROUP BY liger_version"
+            "SELECT version, min(first_observed_at) AS observed_at FROM judged_versions "
+            "GROUP BY version"
         ).pl()
         return version_table(firsts)
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 #: A session point of a series as stored (``judged_points``).
 POINT_COLUMNS: tuple[str, ...] = (
-    *SERIES_KEYS, *SERIES_LABELS, "liger_version", "session", "origin", "session_start",
+    *SERIES_KEYS, *SERIES_LABELS, "version", "harness", "is_subject", "session", "origin",
+    "session_start",
     "first_observed_at", "last_observed_at", "n_runs", "log_range", "conflict",
     "log_median", "sigma", "position", "cp_index",
 )  # fmt: skip
@@ -41,7 +42,7 @@ AA_COLUMNS: tuple[str, ...] = (
     "from_n_runs", "to_n_runs", "log_ratio", "aa", "_pos",
 )  # fmt: skip
 #: The join of a step's later session with its point.
-_TO = {"to_session": "session", "to_origin": "origin", "to_version": "liger_version"}
+_TO = {"to_session": "session", "to_origin": "origin", "to_version": "version"}
 POS = "_pos"
 
 
@@ -114,7 +115,7 @@ def point_frame(stage: _Stage, cal: Calibration | None, options: JudgeOptions) -
         noised = sigmas(judged, cal, options.separation)
     else:
         noised = judged.with_columns(pl.lit(0.0).alias("workload_sigma"))
-    key = [*SERIES_KEYS, "liger_version", "origin", "session_start"]
+    key = [*SERIES_KEYS, "version", "origin", "session_start"]
     sigma = (pl.col("measured").pow(2) + pl.col("workload_sigma").pow(2) / 2.0).sqrt()
     noise = noised.select(*key, sigma.alias("sigma"))
     frame = all_points.join(noise, on=key, how="left", nulls_equal=True, maintain_order="left")
@@ -142,8 +143,8 @@ def cp_series(
     )
     values = np.split(usable["log_median"].to_numpy().astype(np.float64), cuts)
     noise = np.split(usable["sigma"].fill_null(np.nan).to_numpy().astype(np.float64), cuts)
-    versions = usable["liger_version"].to_list()
-    labels = usable.select(*SERIES_KEYS, *SERIES_LABELS)
+    versions = usable["version"].to_list()
+    labels = usable.select(*SERIES_KEYS, *SERIES_LABELS, "is_subject")
     starts = [0, *cuts.tolist()]
     heads = [
         creep.Series(labels.row(first, named=True), versions[first : first + v.size], v,
@@ -197,9 +198,9 @@ def with_pos(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
 def outlier_rows(quality: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     """The judge's ``outlier`` quality rows with :data:`POS` (their session's point)."""
     rows = quality.filter(pl.col("kind") == "outlier")
-    at = points.select(*SERIES_KEYS, "liger_version", "session", pl.col("position").alias(POS))
-    at = at.unique([*SERIES_KEYS, "liger_version", "session"], keep="first", maintain_order=True)
-    on = [*SERIES_KEYS, "liger_version", "session"]
+    at = points.select(*SERIES_KEYS, "version", "session", pl.col("position").alias(POS))
+    at = at.unique([*SERIES_KEYS, "version", "session"], keep="first", maintain_order=True)
+    on = [*SERIES_KEYS, "version", "session"]
     return rows.join(at, on=on, how="left", maintain_order="left")
 
 

@@ -56,10 +56,11 @@ from kiana.stats.sweeps import FINDING_COLUMNS
 from kiana.stats.sweeps import findings as _findings
 from kiana.stats.tradeoffs import tradeoffs as _tradeoffs
 from kiana.stats.versions import check_baseline, gpu_version_ranks, parse_version, version_table
-from kiana.vocabulary import VERDICTS, Verdict, is_liger, liger_expr
+from kiana.vocabulary import ROLES, VERDICTS, Role, Verdict
 
 __all__ = [
     "FINDING_COLUMNS",
+    "ROLES",
     "STEP_COLUMNS",
     "VERDICTS",
     "Calibration",
@@ -67,9 +68,9 @@ __all__ = [
     "Coverage",
     "JudgeOptions",
     "Judgement",
+    "Role",
     "Verdict",
     "calibrate",
-    "is_liger",
     "judge",
     "parse_version",
     "session_label",
@@ -84,7 +85,7 @@ STEP_COLUMNS: tuple[str, ...] = (
     "to_median_ns", "from_runs", "to_runs", "change", "verdict", "raw_verdict",
     "control_provider", "control_change", "control_severity", "adjusted_change",
     "severity", "adjusted_severity", "noise", "adjusted_noise", "workload_noise",
-    "sitting_noise", "noise_source", "benchmark_changed", "is_liger", "outlier", "evidence",
+    "sitting_noise", "noise_source", "benchmark_changed", "is_subject", "outlier", "evidence",
 )  # fmt: skip
 
 
@@ -141,7 +142,7 @@ def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges 
         ),
         options,
     )
-    steps = pair_points(pts, options).with_columns(liger_expr().alias("is_liger"))
+    steps = pair_points(pts, options)
     steps = mark_changes(mark_reruns(steps, options.session_gap), code_changes)
     return _Stage(frame, versions, all_points, pts, steps)
 

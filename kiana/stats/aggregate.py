@@ -123,7 +123,7 @@ def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     frame = _lone_noise(_basis_columns(steps), options)
     dev, dev_se, _ = deviation(pl.col("_y"), pl.col("_s_lone"))
     # Against a control, a workload is lone only when the provider's own step is too: a
-    # control that moved alone in one workload is not a change of Liger's.
+    # control that moved alone in one workload is not a change of the subject's.
     own = lone(pl.col("log_ratio"), pl.col("wnoise") * pl.col("_s_lone") / pl.col("_s"),
                options.separation, options.threshold)  # fmt: skip
     adjusted = lone(pl.col("_y"), pl.col("_s_lone"), options.separation, options.threshold)
@@ -142,7 +142,7 @@ def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         pl.col("change").median().alias("median_change"),
         pl.col("log_ratio").median().alias("_median_log"),
         pl.col("change").abs().min().alias("_min_abs"),
-        pl.col("is_liger").first(),
+        pl.col("is_subject").first(),
         pl.col("control_provider").drop_nulls().first().alias("control_provider"),
         pl.col("benchmark_changed").any(),
         pl.col("benchmark_note").drop_nulls().first(),
@@ -155,7 +155,7 @@ def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     raw = pool(frame, pl.col("log_ratio"), pl.col("wnoise"), "raw", pl.col("_raw_offset"))
     adj = pool(frame, pl.col("adjusted_log_ratio"), pl.col("adjusted_wnoise"), "adj",
                pl.col("adjusted_offset_var"))  # fmt: skip
-    ctl = pool(frame.filter(pl.col("is_liger")), pl.col("control_log_ratio"),
+    ctl = pool(frame.filter(pl.col("is_subject")), pl.col("control_log_ratio"),
                pl.col("control_noise"), "ctl", pl.col("control_offset_var"))  # fmt: skip
     g = (
         grouped.join(raw, on=KEYS, how="left", nulls_equal=True)

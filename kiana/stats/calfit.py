@@ -297,7 +297,7 @@ def state_factors(
 
 def fit(steps: pl.DataFrame) -> Calibration:
     """Calibrate both components and the sitting states on ``steps`` (the steps of
-    :func:`kiana.stats.steps.pair_points` with ``is_liger``, ``aa`` and
+    :func:`kiana.stats.steps.pair_points` with ``is_subject``, ``aa`` and
     ``benchmark_changed`` marked), in :data:`ROUNDS` rounds: components given the
     states, states given the components."""
     steps = states.group_key(steps)

@@ -47,7 +47,7 @@ import numpy as np
 import polars as pl
 
 from kiana.stats.options import JudgeOptions, series_window
-from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS, liger_expr
+from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
 
 _BATCH_CELLS = 4_000_000  # segments * L * L per numpy batch (32 MB of float64)
 
@@ -229,8 +229,8 @@ def changepoints(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     values = np.split(all_values, cuts)
     noise = np.split(all_noise, cuts)
     found = detect(values, noise, options)
-    all_versions = usable["liger_version"]
-    labels = usable.select(*SERIES_KEYS, *SERIES_LABELS)
+    all_versions = usable["version"]
+    labels = usable.select(*SERIES_KEYS, *SERIES_LABELS, "is_subject")
     rows: list[dict[str, object]] = []
     for s, cps in enumerate(found):
         if not cps:
@@ -265,9 +265,9 @@ def changepoints(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
 
 
 def _verdicts(frame: pl.DataFrame) -> pl.DataFrame:
-    liger = liger_expr()
+    subject = pl.col("is_subject")
     base = (
-        frame.filter(~liger)
+        frame.filter(~subject)
         .select(
             "partition_id",
             "metric",
@@ -284,7 +284,7 @@ def _verdicts(frame: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("change") > 0).then(pl.lit("regression")).otherwise(pl.lit("improvement"))
     )
     verdict = (
-        pl.when(~liger | pl.col("_control").is_not_null())
+        pl.when(~subject | pl.col("_control").is_not_null())
         .then(pl.lit("drift"))
         .otherwise(direction)
     )
@@ -299,7 +299,7 @@ def _verdicts(frame: pl.DataFrame) -> pl.DataFrame:
         + pl.col("to_version")
         + pl.lit("..")
         + pl.col("segment_end")
-        + pl.when(~liger)
+        + pl.when(~subject)
         .then(pl.lit("; baseline provider: drift indicator"))
         .when(pl.col("_control").is_not_null())
         .then(pl.lit("; control ") + pl.col("_control") + pl.lit(" shifted the same way"))
@@ -307,7 +307,7 @@ def _verdicts(frame: pl.DataFrame) -> pl.DataFrame:
     )
     return joined.with_columns(
         verdict.alias("verdict"),
-        pl.when(liger).then(pl.col("_control")).otherwise(None).alias("control_provider"),
+        pl.when(subject).then(pl.col("_control")).otherwise(None).alias("control_provider"),
         evidence.alias("evidence"),
     ).drop("_up", "_control")
 
@@ -322,6 +322,7 @@ def _empty() -> pl.DataFrame:
             "pass": pl.String,
             "gpu": pl.String,
             "workload": pl.String,
+            "is_subject": pl.Boolean,
             "from_version": pl.String,
             "to_version": pl.String,
             "segment_start": pl.String,

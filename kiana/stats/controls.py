@@ -1,6 +1,7 @@
 """Same-sitting controls: did the kernel move, or the machine?
 
-Liger's providers (``liger``, ``liger_*``) are the code under test.  The baselines of
+The providers of role ``subject`` are the code under test (Liger's ``liger`` and
+``liger_*``: :mod:`kiana.harness`).  The baselines of
 the same partition (``huggingface``, ``torch``, ...) ran in the same sittings, on the
 same GPU and software stack, so their ratio between the same two sessions measures the
 environment (driver, torch, clocks): the control series of a difference-in-
@@ -9,7 +10,7 @@ changes.
 
 Choice of control (one per finding, named)
 ------------------------------------------
-For each Liger step, every baseline measured in *both* of its sessions (the same
+For each step of the code under test, every baseline measured in *both* of its sessions (the same
 partition and metric: its points at ``from_session`` and ``to_session``, whatever
 steps the baseline's own series took) is a candidate.  The finding's control is the
 *medoid* over the sweep: the baseline whose median log ratio across the workloads is
@@ -18,7 +19,7 @@ name).  It is one provider for every workload of the sweep, so ``control_change`
 is that provider's own change.  The median keeps one baseline that moved for its own
 reasons from being the control when others did not.
 
-Only where the partition has no baseline at all (in any session), a Liger latency
+Only where the partition has no baseline at all (in any session), a subject latency
 step falls back to the GPU-wide control: the median log ratio of every baseline step
 on that GPU and metric between the same version labels on the same two days (at least
 :data:`MIN_GPU_SERIES` series), named ``gpu:<n> baselines``, its noise the median step
@@ -27,13 +28,13 @@ noise times ``1.2533 / sqrt(n)`` (the standard error of a median).
 A step whose baseline code changed (:mod:`kiana.stats.codechanges`) has no control:
 both are set aside, and the evidence says so.  Memory has controls for the record,
 but a baseline's memory does not move with the machine, so they never explain a
-Liger memory change (:mod:`kiana.stats.sweeps`).
+subject's memory change (:mod:`kiana.stats.sweeps`).
 
 Adjusted change
 ---------------
-    adjusted log ratio = liger log ratio - control log ratio
-    adjusted noise     = sqrt(liger per-workload noise^2 + control per-workload noise^2
-                              + liger sitting sigma^2 + control sitting sigma^2)
+    adjusted log ratio = subject log ratio - control log ratio
+    adjusted noise     = sqrt(subject per-workload noise^2 + control per-workload noise^2
+                              + subject sitting sigma^2 + control sitting sigma^2)
 
 (the machine cancels, the two providers' own sitting offsets do not; a sitting sigma
 also holds the machine's move, so the sum is conservative: :mod:`kiana.stats.calibration`).
@@ -48,7 +49,6 @@ from collections.abc import Callable
 import polars as pl
 
 from kiana.stats.options import JudgeOptions
-from kiana.vocabulary import liger_expr
 
 #: Adds the calibrated sigmas to a frame (:func:`kiana.stats.calibration.sigmas`, bound).
 Sigmas = Callable[[pl.DataFrame], pl.DataFrame]
@@ -77,17 +77,17 @@ def control_moved(
 
 
 def candidates(steps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
-    """Every baseline measured in both sessions of a Liger step, per workload: the
-    Liger step's keys, ``control_provider``, ``control_log_ratio`` and the control's
+    """Every baseline measured in both sessions of a subject step, per workload: the
+    subject step's keys, ``control_provider``, ``control_log_ratio`` and the control's
     measured variance ``control_q2`` and ``control_source``."""
-    base = points.filter(~liger_expr()).select(
+    base = points.filter(~pl.col("is_subject")).select(
         "partition_id", "metric", "provider", "session", "log_median", "measured", "noise_source"
     )
-    liger = steps.filter(pl.col("is_liger") & ~pl.col("benchmark_changed")).select(
-        *STEP_KEYS, "kernel", "pass", "gpu", pl.col("provider").alias("_liger"), "workload",
+    subject = steps.filter(pl.col("is_subject") & ~pl.col("benchmark_changed")).select(
+        *STEP_KEYS, "kernel", "pass", "gpu", pl.col("provider").alias("_subject"), "workload",
         *(["_group"] if "_group" in steps.columns else []),
     )  # fmt: skip
-    ends = liger.join(
+    ends = subject.join(
         base.rename({"session": "from_session", "provider": "control_provider"}),
         on=["partition_id", "metric", "from_session"],
         maintain_order="left_right",
@@ -103,7 +103,7 @@ def candidates(steps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("noise_source_to"))
     )
     return ends.select(
-        *STEP_KEYS, "kernel", "pass", "gpu", "_liger", "workload", "control_provider",
+        *STEP_KEYS, "kernel", "pass", "gpu", "_subject", "workload", "control_provider",
         *(["_group"] if "_group" in ends.columns else []),
         (pl.col("log_median_to") - pl.col("log_median")).alias("control_log_ratio"),
         (pl.col("measured").pow(2) + pl.col("measured_to").pow(2)).alias("control_q2"),
@@ -112,7 +112,7 @@ def candidates(steps: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
 
 
 def medoid(cands: pl.DataFrame) -> pl.DataFrame:
-    """The one control provider per Liger sweep (module docstring)."""
+    """The one control provider per subject sweep (module docstring)."""
     sweep = medoid_keys()
     per = cands.group_by(*sweep, "control_provider").agg(
         pl.col("control_log_ratio").median().alias("_m"),
@@ -131,7 +131,7 @@ def medoid(cands: pl.DataFrame) -> pl.DataFrame:
 def gpu_controls(steps: pl.DataFrame) -> pl.DataFrame:
     """The GPU-wide fallback per GPU, metric, version pair and days."""
     base = steps.filter(
-        ~pl.col("is_liger") & pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed")
+        ~pl.col("is_subject") & pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed")
     )
     return (
         base.group_by(GPU_KEYS)
@@ -152,14 +152,14 @@ def gpu_controls(steps: pl.DataFrame) -> pl.DataFrame:
 def attach_controls(
     steps: pl.DataFrame, points: pl.DataFrame, sigmas: Sigmas, options: JudgeOptions
 ) -> pl.DataFrame:
-    """Add the control columns to Liger steps (null elsewhere): ``control_provider``,
+    """Add the control columns to subject steps (null elsewhere): ``control_provider``,
     ``control_log_ratio``, ``control_noise`` (its per-workload part),
     ``control_offset_var`` (the variance all its workloads share: its sitting offset,
     or the GPU-wide control's own), ``control_full_noise``, ``control_change``,
     ``control_severity``, ``adjusted_log_ratio``, ``adjusted_wnoise`` (per workload),
     ``adjusted_offset_var`` (shared), ``adjusted_noise``, ``adjusted_change`` and
     ``adjusted_severity`` (module docstring).  ``steps``
-    carry ``is_liger``, ``log_ratio``, ``wnoise``, ``noise``, ``sitting_sigma`` and
+    carry ``is_subject``, ``log_ratio``, ``wnoise``, ``noise``, ``sitting_sigma`` and
     ``benchmark_changed``; ``sigmas`` adds the calibrated sigmas to a frame."""
     cands = candidates(steps, points)
     cands = sigmas(
@@ -171,12 +171,12 @@ def attach_controls(
     )
     cands = cands.with_columns(pl.col("sitting_sigma").pow(2).alias("control_offset_var"))
     chosen = cands.join(medoid(cands), on=[*medoid_keys(), "control_provider"], how="semi")
-    chosen = chosen.select(*STEP_KEYS, pl.col("_liger").alias("provider"), "workload", *_CONTROL)
+    chosen = chosen.select(*STEP_KEYS, pl.col("_subject").alias("provider"), "workload", *_CONTROL)
     frame = steps.join(
         chosen, on=[*STEP_KEYS, "provider", "workload"], how="left", maintain_order="left"
     )
     frame = _gpu_fallback(frame, points)
-    on = pl.col("is_liger") & pl.col("control_log_ratio").is_not_null()
+    on = pl.col("is_subject") & pl.col("control_log_ratio").is_not_null()
     frame = (
         frame.with_columns(
             *(pl.when(on).then(pl.col(c)).otherwise(None).alias(c) for c in _CONTROL)
@@ -210,7 +210,7 @@ def attach_controls(
 
 
 def medoid_keys() -> list[str]:
-    return ["kernel", "pass", "gpu", "metric", "_liger", "from_session", "to_session"]
+    return ["kernel", "pass", "gpu", "metric", "_subject", "from_session", "to_session"]
 
 
 def _ratio(a: str, b: str) -> pl.Expr:
@@ -218,9 +218,9 @@ def _ratio(a: str, b: str) -> pl.Expr:
 
 
 def _gpu_fallback(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
-    """Fill the control of Liger latency steps whose partition has no baseline at all
+    """Fill the control of subject latency steps whose partition has no baseline at all
     (and whose benchmark did not change) with the GPU-wide control."""
-    with_base = points.filter(~liger_expr()).select("partition_id").unique()
+    with_base = points.filter(~pl.col("is_subject")).select("partition_id").unique()
     frame = frame.with_columns(
         pl.col("from_session").str.slice(0, 10).alias("_from_day"),
         pl.col("to_session").str.slice(0, 10).alias("_to_day"),
@@ -229,7 +229,7 @@ def _gpu_fallback(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     gpu = gpu_controls(frame)
     frame = frame.join(gpu, on=list(GPU_KEYS), how="left", maintain_order="left")
     use = (
-        pl.col("is_liger")
+        pl.col("is_subject")
         & ~pl.col("_has_base")
         & ~pl.col("benchmark_changed")
         & (pl.col("metric") == "latency")

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from kiana.stats.options import JudgeOptions
-from kiana.vocabulary import SERIES_KEYS, liger_expr
+from kiana.vocabulary import SERIES_KEYS, subject_expr
 
 #: Reasons a series was not compared, in the order they are checked.
 REASONS: tuple[str, ...] = (
@@ -36,8 +36,9 @@ class Coverage:
     compared: int
     partitions: int
     partitions_compared: int
-    liger_series: int
-    liger_compared: int
+    #: Series of the code under test (role ``subject``), and how many were compared.
+    subject_series: int
+    subject_compared: int
     not_compared: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -47,8 +48,8 @@ class Coverage:
             "not_compared": dict(self.not_compared),
             "partitions": self.partitions,
             "partitions_compared": self.partitions_compared,
-            "liger_series": self.liger_series,
-            "liger_compared": self.liger_compared,
+            "subject_series": self.subject_series,
+            "subject_compared": self.subject_compared,
         }
 
     def sentence(self) -> str:
@@ -73,7 +74,7 @@ def coverage(
     ``points``: every session point, conflicting ones included; ``reruns``: the A/A
     steps (left out of ``steps``)."""
     keys = list(SERIES_KEYS)
-    every = runs.select(keys).unique()
+    every = runs.group_by(keys).agg(subject_expr().any().alias("_subject"))
     per_series = points.group_by(keys).agg(
         pl.len().alias("_sessions"),
         (~pl.col("conflict")).sum().alias("_clean"),
@@ -89,7 +90,6 @@ def coverage(
         .with_columns(
             pl.col("_compared").fill_null(False),
             pl.col("_aa").fill_null(False),
-            liger_expr().alias("_liger"),
         )
     )
     reason = (
@@ -116,7 +116,7 @@ def coverage(
         compared=int(table["_compared"].sum()),
         partitions=partitions.height,
         partitions_compared=int(partitions["_compared"].sum()),
-        liger_series=int(table["_liger"].sum()),
-        liger_compared=int((table["_liger"] & table["_compared"]).sum()),
+        subject_series=int(table["_subject"].sum()),
+        subject_compared=int((table["_subject"] & table["_compared"]).sum()),
         not_compared=ordered,
     )

@@ -3,7 +3,7 @@
 Every sentence is built from public columns: a step's own (:func:`noise_clause`), a
 finding's (:func:`finding_noise`, :func:`control_clause`); the first clause of a
 finding's evidence is its rule's sentence in :data:`kiana.stats.sweeps.RULES`.
-:func:`fold_baselines` folds a baseline provider's finding into the Liger finding of
+:func:`fold_baselines` folds a baseline provider's finding into the subject's finding of
 the same sitting that it explains.
 """
 
@@ -118,7 +118,7 @@ def control_clause() -> pl.Expr:
         .when(pl.col("control_provider").is_not_null() & pl.col("control_change").is_not_null())
         .then(pl.lit("; raw ") + pct(pl.col("raw_change")) + pl.lit(", control ")
               + pl.col("control_provider") + pl.lit(" ") + pct(pl.col("control_change")))
-        .when(pl.col("is_liger"))
+        .when(pl.col("is_subject"))
         .then(pl.lit("; no control"))
         .otherwise(pl.lit(""))
     )  # fmt: skip
@@ -126,21 +126,20 @@ def control_clause() -> pl.Expr:
 
 def fold_baselines(findings: pl.DataFrame) -> pl.DataFrame:
     """Set ``folded`` on baseline-provider findings that moved (drift, or a benchmark
-    change) in a sitting that also has a Liger finding (they explain it, they are not
-    news of their own), and name those that are not the Liger finding's control in its
+    change) in a sitting that also has a finding of the code under test (they explain
+    it, they are not news of their own), and name those that are not its control in its
     evidence: "other baselines moved: huggingface -8.3%"."""
     keys = list(SITTING)
-    moved_baseline = ~pl.col("is_liger") & pl.col("verdict").is_in(
+    moved_baseline = ~pl.col("is_subject") & pl.col("verdict").is_in(
         ["drift", "regression", "improvement"]
     )
-    liger = findings.filter(pl.col("is_liger")).select(*keys, "control_provider").unique(keys)
-    liger_sittings = liger.select(keys)
+    subject = findings.filter(pl.col("is_subject")).select(*keys, "control_provider").unique(keys)
     moved = findings.filter(moved_baseline).join(
-        liger_sittings, on=keys, how="semi", nulls_equal=True
+        subject.select(keys), on=keys, how="semi", nulls_equal=True
     )
     named = (
         moved.join(
-            liger.rename({"control_provider": "_control"}), on=keys, how="left", nulls_equal=True
+            subject.rename({"control_provider": "_control"}), on=keys, how="left", nulls_equal=True
         )
         .filter(pl.col("provider").ne_missing(pl.col("_control")))
         .group_by(keys)
@@ -160,7 +159,7 @@ def fold_baselines(findings: pl.DataFrame) -> pl.DataFrame:
     ).join(named, on=keys, how="left", nulls_equal=True, maintain_order="left")
     return joined.with_columns(
         pl.col("_fold").fill_null(False).alias("folded"),
-        pl.when(pl.col("is_liger") & pl.col("_moved").is_not_null())
+        pl.when(pl.col("is_subject") & pl.col("_moved").is_not_null())
         .then(pl.col("evidence") + pl.lit("; other baselines moved: ") + pl.col("_moved"))
         .otherwise(pl.col("evidence"))
         .alias("evidence"),

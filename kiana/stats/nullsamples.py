@@ -76,16 +76,16 @@ def workload_samples(steps: pl.DataFrame) -> pl.DataFrame:
 
 def sitting_samples(steps: pl.DataFrame) -> pl.DataFrame:
     """Baseline sweep means, baseline-pair differences and A/A sweep means, each ``c =
-    1`` (see :mod:`kiana.stats.calibration`; A/A never a change): nothing of Liger's.  ``steps`` carry
+    1`` (see :mod:`kiana.stats.calibration`; A/A never a change): nothing of the subject's.  ``steps`` carry
     ``_group`` and ``workload_var`` (the workload component's variance, which enters
     each mean's known part)."""
     sitting = ["_group", "kernel", "pass", "gpu", "metric", "from_session", "to_session"]
     q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
     base = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
     base = base.select(
-        *sitting, "partition_id", "provider", "is_liger", "aa", "log_ratio", q2.alias("_q2")
+        *sitting, "partition_id", "provider", "is_subject", "aa", "log_ratio", q2.alias("_q2")
     )
-    baselines = base.filter(~pl.col("is_liger") & ~pl.col("aa"))
+    baselines = base.filter(~pl.col("is_subject") & ~pl.col("aa"))
     pairs = baselines.join(
         baselines, on=[*sitting, "partition_id"], suffix="_b", maintain_order="left_right"
     ).filter(pl.col("provider") < pl.col("provider_b"))

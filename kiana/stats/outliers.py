@@ -157,7 +157,7 @@ def _quality(marked: pl.DataFrame) -> pl.DataFrame:
         marked.filter(pl.col("_into"))
         .with_columns(
             pl.lit("outlier").alias("kind"),
-            pl.col("to_version").alias("liger_version"),
+            pl.col("to_version").alias("version"),
             pl.col("to_session").alias("session"),
             pl.col("to_n_runs").cast(pl.Int64).alias("runs"),
             pl.col("log_ratio").exp().alias("ratio"),

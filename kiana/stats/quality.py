@@ -27,7 +27,7 @@ QUALITY_COLUMNS: tuple[str, ...] = (
     "workload",
     "metric",
     "partition_id",
-    "liger_version",
+    "version",
     "session",
     "runs",
     "ratio",

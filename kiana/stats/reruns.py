@@ -58,7 +58,7 @@ def rerun_quality(steps: pl.DataFrame) -> pl.DataFrame:
         aa.sort("workload")
         .group_by(keys, maintain_order=True)
         .agg(
-            pl.col("to_version").first().alias("liger_version"),
+            pl.col("to_version").first().alias("version"),
             pl.col("from_origin").first(),
             pl.col("to_origin").first(),
             (pl.col("from_n_runs") + pl.col("to_n_runs")).sum().cast(pl.Int64).alias("runs"),

@@ -20,7 +20,7 @@ import polars as pl
 from kiana.errors import UsageError
 from kiana.stats.noise import SPREAD_TO_SIGMA, run_noise
 from kiana.stats.sessions import SESSION_GAP, assign_sessions, conflicting
-from kiana.vocabulary import JUDGED_COLUMNS, SERIES_KEYS, SERIES_LABELS
+from kiana.vocabulary import JUDGED_COLUMNS, SERIES_KEYS, SERIES_LABELS, subject_expr
 
 #: Runs-table columns the statistics read.
 REQUIRED_COLUMNS: tuple[str, ...] = JUDGED_COLUMNS
@@ -55,18 +55,19 @@ def points(
     ``versions`` gives each label's ``version_rank`` (per GPU when it has a ``gpu``
     column, :func:`kiana.stats.versions.gpu_version_ranks`).
 
-    Columns: the series keys and labels, ``liger_version``, ``version_rank``,
+    Columns: the series keys and labels, ``version``, ``harness``, ``version_rank``,
     ``session`` (id), ``first_observed_at``, ``last_observed_at``, ``n_runs``,
     ``median`` (median of the runs' medians), ``log_median``, ``p20``, ``p80``
     (medians), ``spread_sigma`` (median positive relative spread / 1.683, null when
     every run has zero spread), ``replicate_sigma`` (sample standard deviation of the
     log medians, null for one run or identical values), ``log_range`` (max - min log
     median), ``conflict`` (replicates disagree far beyond their noise, see
-    :func:`kiana.stats.sessions.conflicting`), ``position`` (0-based within the series)
-    and ``series_id`` (an integer per series in the order of its keys; absent when a
+    :func:`kiana.stats.sessions.conflicting`), ``is_subject`` (the series is the code
+    under test: a run of it has the role ``subject``), ``position`` (0-based within the
+    series) and ``series_id`` (an integer per series in the order of its keys; absent when a
     key is null), sorted by series, version and session time.
     """
-    on = ["gpu", "liger_version"] if "gpu" in versions.columns else ["liger_version"]
+    on = [c for c in ("gpu", "harness") if c in versions.columns] + ["version"]
     ranked = runs.join(versions.select(*on, "version_rank"), on=on, how="left")
     series = _series_ids(ranked)
     point = ["version_rank", ORIGIN, "session_start"]
@@ -86,8 +87,10 @@ def points(
         labels = [pl.col(c).first() for c in SERIES_KEYS]
     grouped = ranked.group_by(*keys).agg(
         *labels,
-        pl.col("liger_version").first(),
+        pl.col("version").first(),
+        pl.col("harness").first(),
         pl.col("session").first(),
+        subject_expr().any().alias("is_subject"),
         *(pl.col(c).first() for c in SERIES_LABELS),
         pl.len().cast(pl.Int64).alias("n_runs"),
         pl.col("median").median(),
@@ -99,7 +102,7 @@ def points(
         pl.col("observed_at").min().alias("first_observed_at"),
         pl.col("observed_at").max().alias("last_observed_at"),
     )
-    front = [*SERIES_KEYS, "liger_version", "session"]
+    front = [*SERIES_KEYS, "version", "session"]
     columns = [*front, *(c for c in grouped.columns if c not in front)]
     return (
         grouped.select(columns)
@@ -118,7 +121,10 @@ def points(
             conflicting(gross_change=gross_change, separation=separation).alias("conflict")
         )
         .sort(*order)
-        .with_columns(pl.int_range(pl.len()).over(window).alias("position"))
+        .with_columns(
+            pl.int_range(pl.len()).over(window).alias("position"),
+            pl.col("is_subject").any().over(window),
+        )
     )
 
 

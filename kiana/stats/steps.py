@@ -42,7 +42,7 @@ from kiana.stats.noise import worse_source
 from kiana.stats.options import JudgeOptions, series_window
 from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
 
-_SIDE = ("liger_version", "version_rank", "session", "origin", "first_observed_at",
+_SIDE = ("version", "version_rank", "session", "origin", "first_observed_at",
          "last_observed_at", "n_runs", "median", "log_median", "measured", "noise_source")  # fmt: skip
 
 
@@ -53,17 +53,17 @@ def pair_points(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         window = series_window(points)
         shifted = points.with_columns(
             pl.col(c).shift(1).over(window).alias(f"from_{c}") for c in _SIDE
-        ).filter(pl.col("from_liger_version").is_not_null())
+        ).filter(pl.col("from_version").is_not_null())
         paired = shifted.rename({c: f"to_{c}" for c in _SIDE})
     else:
         base = (
-            points.filter(pl.col("liger_version") == options.baseline)
+            points.filter(pl.col("version") == options.baseline)
             .group_by(keys, maintain_order=True)
             .agg(pl.all().sort_by("first_observed_at").last())
             .select(*keys, *(pl.col(c).alias(f"from_{c}") for c in _SIDE))
         )
         paired = (
-            points.filter(pl.col("liger_version") != options.baseline)
+            points.filter(pl.col("version") != options.baseline)
             .join(base, on=keys, how="inner", maintain_order="left")
             .rename({c: f"to_{c}" for c in _SIDE})
         )
@@ -71,9 +71,7 @@ def pair_points(points: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     return paired.select(
         *keys,
         *SERIES_LABELS,
-        pl.col("from_liger_version").alias("from_version"),
-        pl.col("to_liger_version").alias("to_version"),
-        "from_session", "to_session", "from_origin", "to_origin",
+        "is_subject", "from_version", "to_version", "from_session", "to_session", "from_origin", "to_origin",
         pl.col("from_first_observed_at").alias("from_observed_at"),
         pl.col("to_first_observed_at").alias("to_observed_at"),
         pl.col("from_last_observed_at"),
@@ -152,9 +150,9 @@ def decide(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     big = pl.col("change").abs() >= options.threshold
     latency = pl.col("metric") == "latency"
     verdict = (
-        pl.when(~pl.col("is_liger") & raw & latency & ~pl.col("benchmark_changed"))
+        pl.when(~pl.col("is_subject") & raw & latency & ~pl.col("benchmark_changed"))
         .then(pl.lit("drift"))
-        .when(~pl.col("is_liger") | ~latency | ~has_control)
+        .when(~pl.col("is_subject") | ~latency | ~has_control)
         .then(pl.col("raw_verdict"))
         .when(adj & ~raw & alone)
         .then(pl.col("raw_verdict"))
@@ -182,7 +180,7 @@ def _evidence(options: JudgeOptions) -> pl.Expr:
         .when(pl.col("benchmark_changed"))
         .then(pl.lit("; benchmark changed between sessions: ") + pl.col("benchmark_note").fill_null("")
               + pl.lit(" (controls set aside)"))
-        .when(pl.col("is_liger"))
+        .when(pl.col("is_subject"))
         .then(pl.lit("; no control"))
         .when(pl.col("metric") == "memory")
         .then(pl.lit("; baseline provider: its memory moves only when its benchmark changes"))

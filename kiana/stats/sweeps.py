@@ -8,7 +8,7 @@ wrong, so a finding's verdict comes from pooled estimates (:mod:`kiana.stats.poo
 
 * ``raw``: the provider's own log ratios, DerSimonian-Laird pooled, with the
   calibrated sitting offset in its standard error (:mod:`kiana.stats.calibration`);
-* ``adj``: the same of the control-adjusted log ratios (Liger with a control,
+* ``adj``: the same of the control-adjusted log ratios (the code under test with a control,
   :mod:`kiana.stats.controls`), with both providers' sitting offsets;
 * ``ctl``: the control's own.
 
@@ -17,7 +17,9 @@ and reaches the threshold within one standard error (``|mu| + se >= ln(1 +
 threshold)``).  The verdict is the first rule of :func:`rules` whose condition holds;
 each rule also says which change the verdict rests on (``change``, ``change_se``,
 ``adjusted``), which workloads carry it (``workloads``) and the first clause of the
-evidence, in plain words.  In order:
+evidence, in plain words.  The *subject* is a provider of role ``subject`` (the code
+under test, :mod:`kiana.harness`: Liger's ``liger``, ``liger_*``), a *baseline* any
+other.  In order:
 
 ==================  =====================================================================
 ``outlier``         every step touches an outlier session (:mod:`kiana.stats.outliers`):
@@ -27,16 +29,16 @@ evidence, in plain words.  In order:
 ``baseline_memory`` a baseline's memory moved: the benchmark changed (memory does not
                     move with the machine), never ``drift``
 ``baseline``        a baseline's latency moved: ``drift`` (a drift indicator)
-``memory``          Liger's memory moved: its change, whatever the control did
-``unguarded``       Liger moved and its benchmark changed: judged without a control
-``control_alone``   the adjusted change is flagged but Liger's own is not, and the
-                    control moved the other way: the baseline changed, not Liger
-                    (``unchanged`` or ``inconclusive`` on Liger's own change)
-``adjusted``        the control-adjusted change is flagged: Liger's change
-``drift``           Liger moved by at least the threshold and its control moved with it
+``memory``          the subject's memory moved: its change, whatever the control did
+``unguarded``       the subject moved and its benchmark changed: judged without a control
+``control_alone``   the adjusted change is flagged but the subject's own is not, and
+                    the control moved the other way: the baseline changed, not the
+                    subject (``unchanged`` or ``inconclusive`` on its own change)
+``adjusted``        the control-adjusted change is flagged: the subject's change
+``drift``           the subject moved by at least the threshold and its control moved with it
                     (:func:`kiana.stats.controls.control_moved`), the adjusted change is
                     not flagged: the machine moved
-``raw``             Liger moved and its control did not move with it (or there is none)
+``raw``             the subject moved and its control did not move with it (or none)
 ``lone``            the sweep did not move, one workload far beyond the rest of it did
                     (:func:`kiana.stats.pooling.lone`; a minority: at most
                     ``max(1, (k - 1) // 2)`` of ``k``): a change of that workload
@@ -83,7 +85,7 @@ FINDING_COLUMNS: tuple[str, ...] = (
     "confidence", "impact", "reruns", "noise_source", "workload_noise",
     "workload_noise_samples", "workload_noise_tail", "sitting_noise",
     "sitting_noise_samples", "sitting_noise_tail", "noise_bounded", "single_samples",
-    "benchmark_changed", "benchmark_note", "is_liger", "single_run", "folded", "evidence",
+    "benchmark_changed", "benchmark_note", "is_subject", "single_run", "folded", "evidence",
 )  # fmt: skip
 
 
@@ -144,7 +146,7 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
     raw_est, adj_est = _est(raw, pl.col("raw_se")), _est(adj, pl.col("adj_se"))
     ctl_est = _est(ctl, pl.col("ctl_se"))
     R, A = _flag("raw_mu", "raw_se", options), _flag("adj_mu", "adj_se", options)
-    liger, memory = pl.col("is_liger"), pl.col("metric") == "memory"
+    subject, memory = pl.col("is_subject"), pl.col("metric") == "memory"
     changed, has_adj = pl.col("benchmark_changed"), adj.is_not_null()
     moved_with = control_moved(ctl, pl.col("ctl_se"), raw, options)
     moved_alone = control_moved(ctl, pl.col("ctl_se"), -adj, options)
@@ -157,7 +159,7 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
     resolvable = (options.separation * basis["se"] <= span).fill_null(False)
     raw_resolvable = (options.separation * pl.col("raw_se") <= span).fill_null(False)
     who, control = pl.col("provider"), pl.col("control_provider")
-    machine = ~liger & ~memory & ~changed  # a baseline whose move is the machine's
+    machine = ~subject & ~memory & ~changed  # a baseline whose move is the machine's
 
     def drift_or(mu: pl.Expr) -> pl.Expr:
         return pl.when(machine).then(pl.lit("drift")).otherwise(_direction(mu))
@@ -168,28 +170,28 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
     return (
         Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), **basis,
              sentence=_text("every workload's step touches an outlier session (one session off its neighbours and back at the next): not a change")),
-        Rule("benchmark", ~liger & changed & R, _direction(raw), **_on("raw"),
+        Rule("benchmark", ~subject & changed & R, _direction(raw), **_on("raw"),
              sentence=_text(who, " moved ", raw_est, " and its benchmark changed between sessions: ", pl.col("benchmark_note").fill_null(""))),
-        Rule("baseline_memory", ~liger & memory & R, _direction(raw), **_on("raw"),
+        Rule("baseline_memory", ~subject & memory & R, _direction(raw), **_on("raw"),
              sentence=_text(who, "'s memory moved ", raw_est, ": a baseline's memory does not move with the machine, so its benchmark changed")),
-        Rule("baseline", ~liger & R, pl.lit("drift"), **_on("raw"),
+        Rule("baseline", ~subject & R, pl.lit("drift"), **_on("raw"),
              sentence=_text(who, " moved ", raw_est, " over the sweep: a baseline's move is the machine's (a drift indicator)")),
-        Rule("memory", liger & memory & R, _direction(raw), **_on("raw"),
+        Rule("memory", subject & memory & R, _direction(raw), **_on("raw"),
              sentence=_text(who, "'s memory moved ", raw_est, " over the sweep",
                             pl.when(moved_with).then(_text("; its control ", control, " moved ", pct(ctl.exp() - 1.0),
                                                            " too: memory does not move with the machine, so the benchmark may have changed"))
                             .otherwise(pl.lit("")))),
-        Rule("unguarded", liger & changed & R, _direction(raw), **_on("raw"),
+        Rule("unguarded", subject & changed & R, _direction(raw), **_on("raw"),
              sentence=_text(who, " moved ", raw_est, "; benchmark changed between sessions: ",
                             pl.col("benchmark_note").fill_null(""), ", so its baselines are no control")),
-        Rule("control_alone", liger & A & ~R & moved_alone,
+        Rule("control_alone", subject & A & ~R & moved_alone,
              pl.when(raw_resolvable).then(pl.lit("unchanged")).otherwise(pl.lit("inconclusive")),
              **(_on("raw") | {"workloads": pl.lit(None, pl.String)}),
              sentence=_text("its control ", control, " moved alone (", ctl_est, ") while ", who, " stayed flat (", raw_est,
-                            "): a change of the baseline, not of Liger")),
-        Rule("adjusted", liger & A, _direction(adj), **_on("adj"),
+                            "): a change of the baseline, not of ", who)),
+        Rule("adjusted", subject & A, _direction(adj), **_on("adj"),
              sentence=_text(who, " moved ", adj_est, " against its control ", control, " (", pct(ctl.exp() - 1.0), ")")),
-        Rule("drift", liger & has_adj & R & (raw.abs() >= math.log1p(options.threshold)) & moved_with, pl.lit("drift"), **_on("raw"),
+        Rule("drift", subject & has_adj & R & (raw.abs() >= math.log1p(options.threshold)) & moved_with, pl.lit("drift"), **_on("raw"),
              sentence=_text("the machine moved, not the kernel: ", who, " ", raw_est, " and its control ", control, " ", ctl_est,
                             " (adjusted ", adj_est, ")")),
         Rule("raw", R & ~(has_adj & moved_with), _direction(raw), **_on("raw"),
@@ -301,7 +303,7 @@ def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     g = fold_baselines(g)
     return (
         g.with_columns(verdict_rank("verdict").alias("_rank"))
-        .sort(["_rank", "is_liger", "impact", *KEYS], descending=[False, True, True] + [False] * len(KEYS))
+        .sort(["_rank", "is_subject", "impact", *KEYS], descending=[False, True, True] + [False] * len(KEYS))
         .select(FINDING_COLUMNS)
     )  # fmt: skip
 
@@ -358,7 +360,7 @@ def _schema() -> dict[str, pl.DataType]:
                "benchmark_note", "evidence"}  # fmt: skip
     ints = {"workloads_affected", "workloads_total", "workloads_with_noise", "reruns",
             "workload_noise_samples", "sitting_noise_samples", "single_samples"}  # fmt: skip
-    bools = {"is_liger", "single_run", "folded", "adjusted", "noise_bounded", "benchmark_changed"}
+    bools = {"is_subject", "single_run", "folded", "adjusted", "noise_bounded", "benchmark_changed"}
     schema: dict[str, pl.DataType] = {}
     for name in FINDING_COLUMNS:
         if name in strings:

@@ -1,7 +1,7 @@
-"""The order of Liger releases.
+"""The order of versions (Liger's releases, or another harness's version labels).
 
 A series is one provider's runs in version order, so everything downstream rests on
-one total order of the ``liger_version`` labels found in the data:
+one total order of the ``version`` labels found in the data:
 
 * Labels that parse as PEP 440 versions (``0.5.10``, ``0.6.0rc1``, ``v0.4.2``) sort by
   :class:`packaging.version.Version`, so ``0.5.10`` comes after ``0.5.9`` (a string sort
@@ -39,23 +39,23 @@ def parse_version(label: str) -> Version | None:
 
 
 def version_table(runs: pl.DataFrame) -> pl.DataFrame:
-    """One row per distinct ``liger_version``: ``version_rank`` (0-based, total order),
+    """One row per distinct ``version``: ``version_rank`` (0-based, total order),
     ``version_kind`` (``pep440`` | ``label``) and ``first_observed_at``."""
     if runs.height == 0:
         return pl.DataFrame(
             schema={
-                "liger_version": pl.String,
+                "version": pl.String,
                 "version_rank": pl.Int64,
                 "version_kind": pl.String,
                 "first_observed_at": pl.Datetime("us"),
             }
         )
     firsts = (
-        runs.group_by("liger_version")
+        runs.group_by("version")
         .agg(pl.col("observed_at").min().alias("first_observed_at"))
-        .sort("liger_version")
+        .sort("version")
     )
-    labels: list[str] = firsts["liger_version"].to_list()
+    labels: list[str] = firsts["version"].to_list()
     seen: list[datetime | None] = firsts["first_observed_at"].to_list()
     pep: list[tuple[Version, datetime | None, str]] = []
     other: list[tuple[datetime | None, str]] = []
@@ -84,15 +84,11 @@ def version_table(runs: pl.DataFrame) -> pl.DataFrame:
     kinds = {label: kind for _, _, _, label, kind in keyed}
     return (
         firsts.with_columns(
-            pl.col("liger_version")
-            .replace_strict(order, return_dtype=pl.Int64)
-            .alias("version_rank"),
-            pl.col("liger_version")
-            .replace_strict(kinds, return_dtype=pl.String)
-            .alias("version_kind"),
+            pl.col("version").replace_strict(order, return_dtype=pl.Int64).alias("version_rank"),
+            pl.col("version").replace_strict(kinds, return_dtype=pl.String).alias("version_kind"),
         )
         .sort("version_rank")
-        .select("liger_version", "version_rank", "version_kind", "first_observed_at")
+        .select("version", "version_rank", "version_kind", "first_observed_at")
     )
 
 
@@ -106,28 +102,37 @@ def check_baseline(versions: pl.DataFrame, baseline: str | None) -> None:
     """Raise :class:`UsageError` when ``baseline`` is not a version in the data."""
     if baseline is None:
         return
-    known: list[str] = versions["liger_version"].to_list()
+    known: list[str] = versions["version"].to_list()
     if baseline in known:
         return
     shown = ", ".join(known[-12:]) if known else "none: the database has no passed runs"
     more = f" (and {len(known) - 12} earlier)" if len(known) > 12 else ""
     raise UsageError(
-        f"--baseline {baseline!r} is not a Liger version in the data",
+        f"--baseline {baseline!r} is not a version in the data",
         hint=f"known versions, oldest first: {shown}{more}",
     )
 
 
 def gpu_version_ranks(runs: pl.DataFrame) -> pl.DataFrame:
-    """``gpu``, ``liger_version``, ``version_rank``: the order of :func:`version_table`
-    computed on each GPU's runs alone, so that judging one GPU's runs orders its
-    series exactly as judging all of them does (labels that are not PEP 440 versions
-    are placed by time, and another GPU's times must not move them)."""
-    schema = {"gpu": pl.String, "liger_version": pl.String, "version_rank": pl.Int64}
+    """``gpu``, ``harness``, ``version``, ``version_rank``: the order of
+    :func:`version_table` computed on each GPU's runs of each harness alone, so that
+    judging one GPU's runs orders its series exactly as judging all of them does
+    (labels that are not PEP 440 versions are placed by time, and another GPU's times
+    must not move them), and one harness's labels never place another's."""
+    schema = {
+        "gpu": pl.String,
+        "harness": pl.String,
+        "version": pl.String,
+        "version_rank": pl.Int64,
+    }
     parts = [
         version_table(part).select(
-            pl.lit(gpu, pl.String).alias("gpu"), "liger_version", "version_rank"
+            pl.lit(gpu, pl.String).alias("gpu"),
+            pl.lit(harness, pl.String).alias("harness"),
+            "version",
+            "version_rank",
         )
-        for (gpu,), part in runs.group_by("gpu")
+        for (gpu, harness), part in runs.group_by("gpu", "harness")
     ]
     if not parts:
         return pl.DataFrame(schema=schema)

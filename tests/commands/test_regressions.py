@@ -26,7 +26,7 @@ def spec(provider: str, workload: str, version: str, median: float, day: int) ->
         workload=workload,
         # Providers of one session run minutes apart (sessions: kiana.stats.sessions).
         observed_at=datetime(2025, 3, 1) + timedelta(days=day, minutes=len(provider)),
-        liger_version=version,
+        version=version,
         median=median,
         p20=median * 0.995,
         p80=median * 1.005,

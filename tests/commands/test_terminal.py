@@ -35,7 +35,7 @@ def kiana(*args: str, columns: int | None = 120) -> subprocess.CompletedProcess[
 def _doc(kernel: str, provider: str, workload: str, version: str, median: float, day: int) -> dict:
     spec = RunSpec(
         kernel=kernel, kernel_title=kernel, pass_="no-grad-forward", provider=provider, gpu=H100,
-        workload=workload, liger_version=version, median=median, p20=median * 0.995,
+        workload=workload, version=version, median=median, p20=median * 0.995,
         p80=median * 1.005,
         observed_at=datetime(2025, 3, 1) + timedelta(days=day, minutes=len(provider)),
     )  # fmt: skip

@@ -88,6 +88,19 @@ def test_a_conflicting_copy_of_the_old_rows_fails_closed(
 
 
 @pytest.mark.heavy
+def test_a_conflicting_baseline_is_counted_but_does_not_fail(
+    repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A head session whose baseline's replicates disagree: counted, not judged, and the
+    gate passes on the provider under test (its runs' role, not its name, decides)."""
+    copy = rows("rms_norm", "0.5.0", "2025-02-01 00:00:01")
+    repo.commit(pr_rows(rows("rms_norm", "0.5.0", FEB, baseline=1.3), copy), "re-run (#5)")
+    result = gate(repo, tmp_path, capsys)
+    assert "conflicting head session point(s) (0 of Liger)" in result.out, result.out
+    assert result.code == 0, result.out
+
+
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "change",
     [

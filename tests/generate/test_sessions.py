@@ -42,7 +42,7 @@ QUIET = replace(BUSY, session_noise=0.0, machine_noise=0.0, outlier_rate=0.0)
 def runs_of(corpus: Corpus) -> pl.DataFrame:
     """The latency runs of a corpus: keys, label, time, median (whole ns)."""
     rows = [
-        (s.kernel, s.pass_, s.provider, s.gpu.label, s.workload, s.liger_version,
+        (s.kernel, s.pass_, s.provider, s.gpu.label, s.workload, s.version,
          s.observed_at, round(s.median))
         for s in corpus.specs()
         if s.metric == "latency"

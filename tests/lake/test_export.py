@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,6 +86,42 @@ def test_round_trip_gives_the_same_findings(
     assert here.findings.height > 0
     assert_frame_equal(here.findings, there.findings)
     assert_frame_equal(here.steps, there.steps)
+
+
+def schema_2_lake(exported: Path, lake: Path) -> Path:
+    """A copy of ``exported`` as an older kiana (schema version 2) wrote it: its runs
+    with ``liger_version`` for ``version`` and no ``harness`` nor ``role``."""
+    shutil.copytree(exported, lake)
+    for file in sorted((lake / "runs").rglob("*.parquet")):
+        with duckdb.connect() as con:
+            old = con.sql(
+                "SELECT * EXCLUDE (harness, role, version), version AS liger_version "
+                "FROM read_parquet(?)",
+                params=[str(file)],
+            ).pl()
+        old.write_parquet(file)
+    manifest = json.loads((lake / MANIFEST).read_text())
+    names = manifest["columns"]["runs"]
+    manifest["columns"]["runs"] = [
+        "liger_version" if n == "version" else n for n in names if n not in ("harness", "role")
+    ]
+    (lake / MANIFEST).write_text(json.dumps(manifest))
+    return lake
+
+
+def test_a_schema_2_lake_is_read_as_its_kiana_read_it(
+    database: duckdb.DuckDBPyConnection, exported: Path, tmp_path: Path
+) -> None:
+    """Every run of an old lake is Liger's, ``liger`` and ``liger_*`` under test: what
+    the database (all Liger's documents) says of the same runs."""
+    back = connect_parquet(schema_2_lake(exported, tmp_path / "old"))
+    try:
+        assert "liger_version" not in back.sql("SELECT * FROM runs LIMIT 0").columns
+        assert_frame_equal(kiana.load.runs(database), kiana.load.runs(back))
+        roles = back.sql("SELECT DISTINCT provider, role FROM runs ORDER BY ALL").fetchall()
+    finally:
+        back.close()
+    assert ("liger", "subject") in roles and ("huggingface", "baseline") in roles, roles
 
 
 def test_refuses_a_non_empty_folder_and_a_missing_export(

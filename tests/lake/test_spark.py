@@ -22,6 +22,7 @@ from polars.testing import assert_frame_equal
 import kiana.load
 from kiana.export import export_parquet
 from kiana.generate import CorpusConfig, generate
+from kiana.harness import LIGER
 from kiana.lake import judge_lake, read_coverage, read_findings, read_table
 from kiana.shards import judge_all
 from kiana.stats import JudgeOptions
@@ -122,3 +123,22 @@ def test_duckdb_reads_what_spark_wrote(judged: tuple[Path, Path]) -> None:
     finally:
         con.close()
     assert count == read_findings(judged[0]).height
+
+
+def test_spark_reads_a_schema_2_lake_as_its_kiana_read_it(lake: Path, tmp_path: Path) -> None:
+    """A lake an older kiana wrote (``liger_version``, no ``harness`` nor ``role``): its
+    runs are Liger's, ``liger`` and ``liger_*`` under test, as in the lake of today."""
+    from kiana.lake.spark import judged_runs, session
+    from tests.lake.test_export import schema_2_lake
+
+    old = schema_2_lake(lake, tmp_path / "old")
+    spark = session()
+    try:
+        now = judged_runs(spark, str(lake)).collect()
+        then = judged_runs(spark, str(old)).collect()
+    finally:
+        spark.stop()
+    assert sorted(map(tuple, then)) == sorted(map(tuple, now)) and now
+    roles = {(r["provider"], r["role"]) for r in then}
+    assert ("liger", "subject") in roles and len(roles) > 1, roles
+    assert all(role == LIGER.role(provider) for provider, role in roles), roles

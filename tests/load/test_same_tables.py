@@ -10,7 +10,11 @@ document already present, a run repeated across batches), and documents handed o
 memory (one not serialisable, one whose protocol content differs behind a stored
 digest).  Each table's rows, sorted, are hashed; the digests below were taken with the
 loader at 4e1259e (``python -m tests.load.test_same_tables`` prints them for any
-loader on ``PYTHONPATH``).
+loader on ``PYTHONPATH``), but for ``runs``: schema version 3 (issue 23's harness
+profiles) renamed ``liger_version`` to ``version`` and added ``harness`` and ``role``,
+so ``runs`` was pinned again at that change; ``runs (schema 2)``, its columns of
+schema version 2 in their order, is still the digest of 4e1259e, and ``runs (harness,
+role)`` pins the new columns.
 """
 
 from __future__ import annotations
@@ -33,10 +37,22 @@ import kiana.load
 from tests import reliability as rel
 from tests.conftest import LAYER_NORM, ROOT
 
+#: The columns of ``runs`` in schema version 2, in their order (``version`` was
+#: ``liger_version``).
+SCHEMA_2_RUNS = (
+    'run_id, partition_id, family, kernel, "pass", provider, workload, gpu, vendor, product, '
+    "form_factor, architecture, version AS liger_version, observed_at, status, metric, unit, "
+    "median, p20, p80, median_ns, p20_ns, p80_ns, protocol_digest, workload_digest, "
+    "environment_digest, implementation_digest, benchmark, external_id, name, title, source, "
+    "load_id"
+)
+
 #: Every table and view a load writes, with the columns compared (``loads`` without its
-#: clock and kiana version).
+#: clock and kiana version); ``table (what)``: some of its columns.
 TABLES = {
     "runs": "*",
+    "runs (schema 2)": SCHEMA_2_RUNS,
+    "runs (harness, role)": "run_id, harness, role",
     "run_details": "*",
     "measurements": "*",
     "labels": "*",
@@ -47,9 +63,18 @@ TABLES = {
     "loads": "* EXCLUDE (started_at, finished_at, kiana_version)",
 }
 
-#: ``{table: (rows, sha256 of the sorted rows)}`` from the loader at 4e1259e.
+#: ``{table: (rows, sha256 of the sorted rows)}`` from the loader at 4e1259e (``runs``:
+#: module docstring).
 EXPECTED: dict[str, tuple[int, str]] = {
-    "runs": (2237, "89eb8cc3dc2c6510a4e02e6c9530d6439833e01e74ac434a8e4eebd296a06379"),
+    "runs": (2237, "e09d525db7d29c4fd58adc503af69b7247cab47a31cfbf1e17647b6e02dec82b"),
+    "runs (schema 2)": (
+        2237,
+        "89eb8cc3dc2c6510a4e02e6c9530d6439833e01e74ac434a8e4eebd296a06379",
+    ),
+    "runs (harness, role)": (
+        2237,
+        "f54bd81a5723ee18c635ce0074ddd5a6e5aa8d114f6cab41bebfe42e241ec845",
+    ),
     "run_details": (2237, "8a941547a94d94142e9e2a4473a8fcfe8f3b8171e8bbfbbb9ee2ea3ad98772f4"),
     "measurements": (13410, "efe8c7210fe7a3c8fcdb7e791f3cde49b2c52abcf9168ce2289d8f212f0a732e"),
     "labels": (2238, "bcb2db6e09e2f8ce20d208cdae76674a8a775c21d2c6372e1d2b939b517c0f82"),
@@ -126,7 +151,7 @@ def digests(work: Path) -> dict[str, tuple[int, str]]:
         _load(con, "cases")
         _load(con, "cases/small", batch_records=5)
         kiana.load.load_documents(con, _documents(), source="memory")
-        return {table: _digest(con, table, columns) for table, columns in TABLES.items()}
+        return {name: _digest(con, name.split(" ")[0], columns) for name, columns in TABLES.items()}
     finally:
         os.chdir(here)
         con.close()

@@ -25,7 +25,7 @@ def test_seed_layer_norm_fields(con: duckdb.DuckDBPyConnection) -> None:
     kiana.load.load(con, [SEEDS])
     run = _runs(con)["layer_norm"]
     assert (run["p20_ns"], run["p80_ns"]) == (177952, 179712)
-    assert (run["pass"], run["provider"], run["liger_version"]) == (
+    assert (run["pass"], run["provider"], run["version"]) == (
         "backward",
         "huggingface",
         "0.6.0",
@@ -41,7 +41,7 @@ def test_seed_cpo_fields(con: duckdb.DuckDBPyConnection) -> None:
     kiana.load.load(con, [SEEDS])
     run = _runs(con)["fused_linear_cpo_loss"]
     assert (run["p20_ns"], run["p80_ns"]) == (77002724, 77002724)
-    assert (run["pass"], run["provider"], run["liger_version"]) == ("full", "huggingface", "0.4.1")
+    assert (run["pass"], run["provider"], run["version"]) == ("full", "huggingface", "0.4.1")
     assert run["gpu"] == "NVIDIA A100 SXM4-80GB"
 
 

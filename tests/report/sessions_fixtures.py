@@ -27,7 +27,7 @@ def session_documents() -> list[dict[str, Any]]:
                     kernel="layer_norm", kernel_title="LayerNorm", pass_="forward",
                     provider=provider, gpu=H100, workload=f"hidden{1024 << w}-fp32",
                     observed_at=START + timedelta(days=day, minutes=w + len(provider)),
-                    liger_version=version, median=median, p20=median * 0.995,
+                    version=version, median=median, p20=median * 0.995,
                     p80=median * 1.005,
                 )))  # fmt: skip
     return docs

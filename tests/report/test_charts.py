@@ -234,10 +234,15 @@ def test_unknown_providers_keep_a_colour_and_stay_apart_in_a_chart() -> None:
     from kiana.report.charts.colors import provider_colors
 
     names = [f"liger_variant_{i}" for i in range(6)] + [f"baseline_{i}" for i in range(6)]
-    colours = provider_colors(names)
+    subjects = set(names[:6])  # under test: their own palette
+    colours = provider_colors(names, subjects)
     assert len(set(colours)) == len(names)
-    assert provider_colors(names[3:5]) == [charts.provider_color(n) for n in names[3:5]]
-    assert charts.provider_color("liger_variant_9") == charts.provider_color("liger_variant_9")
+    assert provider_colors(names[3:5], subjects) == [
+        charts.provider_color(n, subject=True) for n in names[3:5]
+    ]
+    assert charts.provider_color("liger_variant_9", True) == charts.provider_color(
+        "liger_variant_9", True
+    )
 
 
 def test_the_legend_shows_lines_and_memory_says_memory() -> None:
@@ -282,10 +287,7 @@ def test_speedup_map_rows_are_exactly_the_kernels_passes_and_gpus_with_data() ->
         return frame.with_columns(pl.lit(gpu).alias("gpu"), pl.col("partition_id") + gpu)
 
     never_met = on("GPU apart", runs).with_columns(
-        pl.when(liger)
-        .then(pl.lit("0.1.0"))
-        .otherwise(pl.col("liger_version"))
-        .alias("liger_version")
+        pl.when(liger).then(pl.lit("0.1.0")).otherwise(pl.col("version")).alias("version")
     )
     many = pl.concat([
         runs.filter(~(forward & ~liger)),          # forward: Liger alone on the H100

@@ -28,7 +28,7 @@ from tests.report_fixtures import (
 )
 
 COVERAGE = Coverage(series=1112, compared=30, partitions=400, partitions_compared=12,
-                    liger_series=600, liger_compared=20,
+                    subject_series=600, subject_compared=20,
                     not_compared={"one session only": 1050, "no_passed_run": 32,
                                   "conflicting sessions": 0})  # fmt: skip
 NO_COVERAGE = Coverage(0, 0, 0, 0, 0, 0)

@@ -44,7 +44,10 @@ def hostile_documents() -> list[dict[str, Any]]:
         spec["sourceNative"]["source"] = PAYLOADS[2]
         run["metadata"]["name"] = PAYLOADS[1] + str(n)
         run["metadata"]["title"] = PAYLOADS[2]
-        run["metadata"]["labels"] = {"liger_version": version, PAYLOADS[5]: PAYLOADS[4]}
+        # a source no profile claims: the plain profile's labels (and the payload is the
+        # harness's name, which the page shows)
+        role = "subject" if provider == "liger" else "baseline"
+        run["metadata"]["labels"] = {"version": version, "role": role, PAYLOADS[5]: PAYLOADS[4]}
         hw = doc["environment"]["spec"]["hardware"]
         hw.update(vendor=PAYLOADS[1], product=PAYLOADS[0], formFactor=PAYLOADS[4])
         doc["environment"]["metadata"]["title"] = PAYLOADS[5]
@@ -82,6 +85,8 @@ def test_no_raw_markup_from_the_data_in_the_html(report: Path) -> None:
         assert payload not in html
     assert "<script>alert(1)</script>" not in html
     assert "<script>alert(3)</script>" not in html
+    assert PAYLOADS[2] not in html  # also the harness's name: "did a ... kernel get slower?"
+    assert "did a &lt;/script&gt;" in html
 
 
 @pytest.fixture(scope="module")

@@ -77,7 +77,9 @@ def test_the_table_marks_the_rows_kiana_regressions_lists() -> None:
     }
     findings = pl.concat([
         sample_findings(),
-        sample_findings().head(1).with_columns(provider=pl.lit("torch"), **drift),
+        sample_findings().head(1).with_columns(
+            provider=pl.lit("torch"), is_subject=pl.lit(False), **drift
+        ),
         sample_findings().head(1).with_columns(provider=pl.lit("liger_cutile"), **drift),
     ], how="diagonal_relaxed")  # fmt: skip
     ordered = sort_findings(findings)
@@ -96,7 +98,9 @@ def test_the_table_marks_the_rows_kiana_regressions_lists() -> None:
 def test_charts_are_drawn_for_listed_findings_only() -> None:
     findings = pl.concat([
         sample_findings(),
-        sample_findings().head(1).with_columns(provider=pl.lit("torch"), verdict=pl.lit("drift")),
+        sample_findings().head(1).with_columns(
+            provider=pl.lit("torch"), verdict=pl.lit("drift"), is_subject=pl.lit(False)
+        ),
     ], how="diagonal_relaxed")  # fmt: skip
     data = ReportData(sample_runs(), _judgement(findings))
     charted = gather(data).charted

@@ -30,7 +30,7 @@ def test_each_session_is_a_point(tmp_path: Path) -> None:
     partition = analysis.runs["partition_id"][0]
     frame = frames.series_frame(analysis.runs, partition_id=partition)
     liger = frame.filter(pl.col("provider") == "liger")
-    assert liger["liger_version"].to_list() == ["0.7.0", "0.8.0", "0.8.0"]
+    assert liger["version"].to_list() == ["0.7.0", "0.8.0", "0.8.0"]
     assert liger["session"].n_unique() == 3
     order = frames.point_order(frame)
     assert [p.split(" ", 1)[1] for p in order] == ["0.7.0", "0.8.0", "0.8.0"]
@@ -51,7 +51,7 @@ def test_the_step_joins_the_findings_sessions(tmp_path: Path) -> None:
     x = spec["layer"][-1]["encoding"]["x"]
     assert x["field"] == "point" and "labelExpr" in x["axis"]
     tooltip = {t["field"] for t in spec["layer"][-1]["encoding"]["tooltip"]}
-    assert {"session", "liger_version"} <= tooltip
+    assert {"session", "version"} <= tooltip
 
 
 def test_a_version_step_shades_the_last_session_before_the_next_label(tmp_path: Path) -> None:

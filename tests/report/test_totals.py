@@ -43,7 +43,9 @@ def _runs() -> pl.DataFrame:
                     rows.append(
                         {"partition_id": f"{gpu}/{workload}", "kernel": "rms_norm",
                          "pass": "forward", "gpu": gpu, "workload": workload,
-                         "liger_version": version, "provider": provider, "status": "passed",
+                         "version": version, "provider": provider, "status": "passed",
+                         "harness": "liger-kernel-bench",
+                         "role": "subject" if provider == "liger" else "baseline",
                          "metric": "latency", "median": median, "p20": median - 1,
                          "p80": median if gpu == "B" else median + 1,
                          "observed_at": T0 + timedelta(days=day)}
@@ -59,9 +61,10 @@ def test_totals_of_shards_are_the_totals_of_every_run() -> None:
     passed = runs.filter(pl.col("status") == "passed")
     assert known.counts == {
         "runs": runs.height, "partitions": 4, "latency runs": 20, "memory runs": 1,
-        "not passed": 1, "kernels": 1, "GPUs": 2, "Liger versions": 3, "steps": 7,
+        "not passed": 1, "kernels": 1, "GPUs": 2, "versions": 3, "steps": 7,
     }  # fmt: skip
     assert (known.kernels, known.gpus) == (("rms_norm",), ("A", "B"))
+    assert known.harnesses == ("liger-kernel-bench",)
     assert_frame_equal(known.versions, versions_frame(runs))
     assert_frame_equal(known.spread, _spread(passed))
     assert_frame_equal(known.speedups, frames.speedup_frame(runs))
@@ -72,9 +75,9 @@ def test_speedups_of_a_shard_are_ranked_by_every_shard() -> None:
     alone = frames.speedup_frame(runs.filter(pl.col("gpu") == "A"))
     every = totals(lambda: [runs.filter(pl.col("gpu") == "A")], steps=0).speedups
     ranked = totals(lambda: [runs.filter(pl.col("gpu") == g) for g in "AB"], steps=0).speedups
-    assert set(alone["liger_version"]) == {"0.2.0"}  # A's own ranks: main before 0.2.0
+    assert set(alone["version"]) == {"0.2.0"}  # A's own ranks: main before 0.2.0
     assert_frame_equal(every, alone)
-    assert set(ranked.filter(pl.col("gpu") == "A")["liger_version"]) == {"main"}
+    assert set(ranked.filter(pl.col("gpu") == "A")["version"]) == {"main"}
 
 
 # ---------------------------------------------------------------- through collect

@@ -78,11 +78,11 @@ def test_one_shard_is_the_judge_of_every_run(data: duckdb.DuckDBPyConnection) ->
 @pytest.mark.heavy  # worker interpreters: 9-27 s on the shared machine
 def test_a_baseline_that_some_gpus_lack(history: duckdb.DuckDBPyConnection) -> None:
     (version,) = history.execute(
-        "SELECT liger_version FROM runs GROUP BY 1 ORDER BY count(DISTINCT gpu), 1 LIMIT 1"
+        "SELECT version FROM runs GROUP BY 1 ORDER BY count(DISTINCT gpu), 1 LIMIT 1"
     ).fetchall()[0]
     gpus = history.execute("SELECT count(DISTINCT gpu) FROM runs").fetchall()[0][0]
     having = history.execute(
-        "SELECT count(DISTINCT gpu) FROM runs WHERE liger_version = ?", [version]
+        "SELECT count(DISTINCT gpu) FROM runs WHERE version = ?", [version]
     ).fetchall()[0][0]
     assert having < gpus, "the test needs a version some GPUs lack"
     options = JudgeOptions(baseline=version)
@@ -90,7 +90,7 @@ def test_a_baseline_that_some_gpus_lack(history: duckdb.DuckDBPyConnection) -> N
 
 
 def test_a_baseline_no_gpu_has_is_a_usage_error(history: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(kiana.UsageError, match="not a Liger version"):
+    with pytest.raises(kiana.UsageError, match="not a version in the data"):
         judge_all(history, JudgeOptions(baseline="9.9.9"), max_runs=1)
 
 

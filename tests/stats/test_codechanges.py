@@ -36,7 +36,7 @@ def rows_with(
     )
     data = frame(rows)
     return data.with_columns(
-        pl.when(pl.col("liger_version") == "0.7.0")
+        pl.when(pl.col("version") == "0.7.0")
         .then(pl.lit(origins[0]))
         .otherwise(pl.lit(origins[1]))
         .alias("origin")

@@ -74,7 +74,7 @@ def test_versions_that_do_not_parse(tmp_path: Path) -> None:
     result = _judge(_runs(tmp_path, docs))
     # Labels that are not PEP 440 are ordered by first observation, not dropped or sorted.
     versions = result.versions.sort("version_rank")
-    assert versions["liger_version"].to_list() == ["main", "abc1234", "v-weird!", "0.5.0"]
+    assert versions["version"].to_list() == ["main", "abc1234", "v-weird!", "0.5.0"]
     assert versions["version_kind"].to_list() == ["label", "label", "label", "pep440"]
     steps = result.steps.select("from_version", "to_version", "change", "verdict").rows()
     # abc1234 (+50%, then back near the level before) is an outlier session, not two
@@ -108,13 +108,13 @@ def test_only_baselines_and_no_liger(tmp_path: Path) -> None:
     docs = _series(["0.4.0", "0.5.0"], [100_000, 100_000], provider="torch")
     result = _judge(_runs(tmp_path, docs))
     # A baseline's own series is judged like any other, without a control of its own.
-    step = result.steps.select("provider", "is_liger", "control_provider", "change", "verdict").row(
-        0, named=True
-    )
+    step = result.steps.select(
+        "provider", "is_subject", "control_provider", "change", "verdict"
+    ).row(0, named=True)
     assert result.steps.height == 1
     assert step == {
         "provider": "torch",
-        "is_liger": False,
+        "is_subject": False,
         "control_provider": None,
         "change": 0.0,
         "verdict": "unchanged",

@@ -170,10 +170,10 @@ def test_version_order_pep440_and_labels_by_time() -> None:
         run("abc123f", 1.0, day=60),
     ]
     table = version_table(frame(rows))
-    assert table["liger_version"].to_list() == [
+    assert table["version"].to_list() == [
         "0.5.9", "main", "0.5.10", "0.6.0rc1", "0.6.0", "abc123f"
     ]  # fmt: skip
-    assert table.filter(pl.col("liger_version") == "main")["version_kind"][0] == "label"
+    assert table.filter(pl.col("version") == "main")["version_kind"][0] == "label"
 
 
 def test_non_numeric_inputs_never_produce_nan() -> None:

@@ -1,7 +1,7 @@
 """One colour per provider, the same in every chart (report and notebooks).
 
-Liger's own providers (``liger``, ``liger_*``) are blues and purples, drawn solid;
-baselines are warm and neutral colours, drawn dashed.  No red: red marks the flagged
+The providers under test (role ``subject``: Liger's ``liger``, ``liger_*``) are blues
+and purples, drawn solid; baselines are warm and neutral colours, drawn dashed.  No red: red marks the flagged
 step and regressions.  The providers of Liger-Kernel's benchmarks have fixed colours;
 any other name takes one from its family's palette by a stable hash of the name, so it
 too keeps its colour from chart to chart (unless two such names of one chart hash to
@@ -11,9 +11,7 @@ one colour: the second takes the next free one).
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
-
-from kiana.vocabulary import is_liger
+from collections.abc import Collection, Sequence
 
 #: Colours of Liger's providers (blues and purples), ``liger`` first.
 LIGER_PALETTE: tuple[str, ...] = (
@@ -44,34 +42,35 @@ PROVIDER_COLORS: dict[str, str] = {
     "apex": BASELINE_PALETTE[7],
 }
 
-#: Line styles (Vega ``strokeDash``): Liger solid, baselines dashed.
+#: Line styles (Vega ``strokeDash``): the code under test solid, baselines dashed.
 SOLID: list[int] = [1, 0]
 DASHED: list[int] = [5, 3]
 
 
-def _palette(provider: str) -> tuple[str, ...]:
-    return LIGER_PALETTE if is_liger(provider) else BASELINE_PALETTE
+def _palette(subject: bool) -> tuple[str, ...]:
+    return LIGER_PALETTE if subject else BASELINE_PALETTE
 
 
-def provider_color(provider: str) -> str:
-    """The colour of ``provider`` in every chart (see the module docstring)."""
+def provider_color(provider: str, subject: bool = False) -> str:
+    """The colour of ``provider`` in every chart (see the module docstring); ``subject``:
+    it is under test (the palette of a name without a fixed colour)."""
     fixed = PROVIDER_COLORS.get(provider)
     if fixed is not None:
         return fixed
-    palette = _palette(provider)
+    palette = _palette(subject)
     return palette[zlib.crc32(provider.encode("utf-8")) % len(palette)]
 
 
-def provider_colors(providers: Sequence[str]) -> list[str]:
-    """The colours of one chart's ``providers``, in their order: each its own
-    :func:`provider_color`; a hashed colour another provider of the chart already has
-    moves on to the next free colour of its palette."""
+def provider_colors(providers: Sequence[str], subjects: Collection[str] = ()) -> list[str]:
+    """The colours of one chart's ``providers``, in their order (``subjects``: those
+    under test): each its own :func:`provider_color`; a hashed colour another provider
+    of the chart already has moves on to the next free colour of its palette."""
     taken = {PROVIDER_COLORS[p] for p in providers if p in PROVIDER_COLORS}
     colors: list[str] = []
     for provider in providers:
-        color = provider_color(provider)
+        color = provider_color(provider, provider in subjects)
         if provider not in PROVIDER_COLORS:
-            palette = _palette(provider)
+            palette = _palette(provider in subjects)
             start = palette.index(color)
             free = [palette[(start + i) % len(palette)] for i in range(len(palette))]
             color = next((c for c in free if c not in taken), color)
@@ -80,6 +79,7 @@ def provider_colors(providers: Sequence[str]) -> list[str]:
     return colors
 
 
-def provider_dashes(providers: Sequence[str]) -> list[list[int]]:
-    """The line style of each provider: Liger solid, baselines dashed."""
-    return [list(SOLID if is_liger(p) else DASHED) for p in providers]
+def provider_dashes(providers: Sequence[str], subjects: Collection[str]) -> list[list[int]]:
+    """The line style of each provider: under test (in ``subjects``) solid, baselines
+    dashed."""
+    return [list(SOLID if p in subjects else DASHED) for p in providers]

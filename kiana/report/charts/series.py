@@ -1,10 +1,10 @@
 """The series chart: one partition across its benchmark sessions, every provider's median
-as a line with its p20–p80 band; Liger providers thick and solid, same-run baselines
+as a line with its p20–p80 band; providers under test thick and solid, same-run baselines
 thin and dashed, each provider in its own colour in every chart (:mod:`.colors`); the
 legend shows each provider's line; the flagged step shaded.
 
 The x axis is the sessions (:func:`kiana.report.frames.series_frame`), in (version,
-time) order, labelled with their Liger version: two sessions under one label (a
+time) order, labelled with their version: two sessions under one label (a
 re-benchmark of a development tree) are two points, the tooltip dates each."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import polars as pl
 from kiana.errors import UsageError
 from kiana.report import frames
 from kiana.report.charts.colors import provider_colors, provider_dashes
-from kiana.report.charts.spec import LIGER, channel, condition, layered, titled
+from kiana.report.charts.spec import channel, condition, layered, titled
 from kiana.stats.sessions import SESSION_GAP
 
 #: The axis label of a point (``<session> <version>``): its version.
@@ -58,7 +58,7 @@ def _tooltip(unit: str) -> list[dict[str, Any]]:
     """A point's tooltip: provider, version, the session's first run, the numbers."""
     return [
         channel("provider", "nominal"),
-        channel("liger_version", "nominal", title="version"),
+        channel("version", "nominal", title="version"),
         channel("session", "nominal", title="session (first run, UTC)"),
         channel("median", "quantitative", format=",.4g", title=f"median ({unit})"),
         channel("p20", "quantitative", format=",.4g"),
@@ -67,8 +67,8 @@ def _tooltip(unit: str) -> list[dict[str, Any]]:
     ]
 
 
-def _if_liger(then: Any, otherwise: Any) -> dict[str, Any]:
-    return condition(f"datum.role == '{LIGER}'", then, otherwise)
+def _if_subject(then: Any, otherwise: Any) -> dict[str, Any]:
+    return condition("datum.role == 'subject'", then, otherwise)
 
 
 def series_spec(
@@ -88,13 +88,14 @@ def series_spec(
     values, order, providers, unit = series_data(runs, partition_id, metric, provider, gap)
     x = channel(
         "point", "ordinal", axis={"labelAngle": -40, "labelExpr": _VERSION_LABEL},
-        scale={"domain": order}, title="Liger version (one point per session)",
+        scale={"domain": order}, title="version (one point per session)",
     )  # fmt: skip
-    colors = provider_colors(providers)
+    subjects = {row["provider"] for row in values if row["role"] == "subject"}
+    colors = provider_colors(providers, subjects)
     palette = {"domain": providers, "range": colors}
     shade = dict(zip(providers, colors, strict=True))
     values = [{**row, "shade": shade[row["provider"]]} for row in values]
-    dashes = {"domain": providers, "range": provider_dashes(providers)}
+    dashes = {"domain": providers, "range": provider_dashes(providers, subjects)}
     legend = {"symbolStrokeWidth": 2.5, "symbolType": "stroke"}
     color = channel("provider", "nominal", legend=legend, scale=palette, title="provider")
     dash = channel("provider", "nominal", legend=legend, scale=dashes, title="provider")
@@ -118,7 +119,7 @@ def series_spec(
         "encoding": {
             "color": color,
             "strokeDash": dash,
-            "strokeWidth": _if_liger(3, 1.5),
+            "strokeWidth": _if_subject(3, 1.5),
             "tooltip": tooltip,
             "x": x,
             "y": y,

@@ -24,9 +24,6 @@ _COLORS = {
 }
 #: One colour per verdict, in :data:`kiana.vocabulary.VERDICTS` order (the legend's).
 VERDICT_COLORS: dict[str, str] = {v: _COLORS[v] for v in VERDICTS}
-#: The ``role`` of a provider in a series chart (``frames.series_frame``).
-LIGER = "Liger"
-BASELINE = "baseline"
 
 #: Altair's default ``config`` (its theme), part of every ``to_dict()``.
 CONFIG: dict[str, Any] = {"view": {"continuousWidth": 300, "continuousHeight": 300}}

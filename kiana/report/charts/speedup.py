@@ -1,13 +1,15 @@
-"""The speedup map: how much faster each Liger provider is than each same-run baseline,
-as a dot chart with one row per kernel · pass · GPU where both were measured (nothing
-else: no empty rows or columns, however sparse the history).
+"""The speedup map: how much faster each provider under test (role ``subject``: Liger's
+``liger``, ``liger_*``) is than each same-run baseline, as a dot chart with one row per
+kernel · pass · GPU where both were measured (nothing else: no empty rows or columns,
+however sparse the history).
 
-Each mark is one Liger provider against one baseline (``frames.speedup_summary``): a
-dot at the geometric mean over the workload sweep of baseline median / Liger median,
+Each mark is one provider under test against one baseline (``frames.speedup_summary``):
+a dot at the geometric mean over the workload sweep of baseline median / its median,
 and a line from the slowest to the fastest workload, on a log axis with the 1× line
-drawn and the side where Liger is slower shaded red.  A line that reaches into the red
-band is a kernel where Liger loses on some workloads (the page lists them).  Colour is
-the baseline (its colour in every chart, :mod:`.colors`), shape the Liger provider.
+drawn and the side where it is slower shaded red.  A line that reaches into the red
+band is a kernel that loses on some workloads (the page lists them).  Colour is the
+baseline (its colour in every chart, :mod:`.colors`), shape the provider under test.
+The texts name the harness ("Liger provider") when the data is one harness's.
 The marks of one row sit one above the other, so none hides another."""
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from kiana.harness import display_name
 from kiana.report import frames
 from kiana.report.charts.colors import provider_colors
 from kiana.report.charts.spec import channel, layered, pick
@@ -26,7 +29,7 @@ STEP = 20
 SPACING = 5
 WIDTH = 560
 LABEL_WIDTH = 420
-#: Shapes of the Liger providers, ``liger`` (or the first) a circle; then a hexagon and
+#: Shapes of the providers under test, the first by name (``liger``) a circle; then a hexagon and
 #: a pentagon (SVG paths), every one of them solid and as large as a circle.
 SHAPES = ("circle", "square", "diamond", "triangle-up", "cross", "triangle-down",
           "triangle-right", "triangle-left",
@@ -61,27 +64,27 @@ def _offsets(data: pl.DataFrame) -> pl.DataFrame:
     return data.with_columns((STEP / 2 + (pl.col("slot") - middle) * spacing).alias("offset"))
 
 
-def _tooltip() -> list[dict[str, Any]]:
+def _tooltip(who: str) -> list[dict[str, Any]]:
     return [
         channel("kernel", "nominal"),
         channel("pass", "nominal"),
         channel("gpu", "nominal", title="GPU"),
-        channel("pair", "nominal", title="Liger provider vs baseline"),
+        channel("pair", "nominal", title=f"{who} provider vs baseline"),
         channel("geomean", "quantitative", format=".2f", title="speedup (geometric mean)"),
         channel("worst", "quantitative", format=".2f", title="slowest workload"),
         channel("best", "quantitative", format=".2f", title="fastest workload"),
-        channel("below_1x", "quantitative", title="workloads where Liger is slower"),
+        channel("below_1x", "quantitative", title=f"workloads where {who} is slower"),
         channel("workloads", "quantitative"),
-        channel("liger_version", "nominal", title="version"),
+        channel("version", "nominal", title="version"),
     ]
 
 
-def _keys(data: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """The marks' row, place in the row, colour (the baseline) and shape (the Liger
-    provider) channels."""
+def _keys(data: pl.DataFrame, who: str) -> dict[str, dict[str, Any]]:
+    """The marks' row, place in the row, colour (the baseline) and shape (the provider
+    under test) channels."""
     guide = {"grid": True, "gridColor": "#d0d7de", "gridDash": [1, 3], "labelLimit": LABEL_WIDTH}
     baselines = sorted({str(b) for b in data["baseline"].to_list()})
-    ligers = sorted({str(p) for p in data["provider"].to_list()}, key=lambda p: (p != "liger", p))
+    subjects = sorted({str(p) for p in data["provider"].to_list()})
     legend = {"labelLimit": 0, "orient": "right", "symbolOpacity": 1}
     return {
         "y": channel(
@@ -94,14 +97,14 @@ def _keys(data: pl.DataFrame) -> dict[str, dict[str, Any]]:
             scale={"domain": baselines, "range": provider_colors(baselines)},
         ),
         "shape": channel(
-            "provider", "nominal", legend=legend, title="Liger provider (shape)",
-            scale={"domain": ligers, "range": [SHAPES[i % len(SHAPES)] for i in range(len(ligers))]},
+            "provider", "nominal", legend=legend, title=f"{who} provider (shape)",
+            scale={"domain": subjects, "range": [SHAPES[i % len(SHAPES)] for i in range(len(subjects))]},
         ),
     }  # fmt: skip
 
 
 def _guides(domain: list[float]) -> list[dict[str, Any]]:
-    """The red band where Liger is slower (below 1×) and the dashed 1× line."""
+    """The red band where the code under test is slower (below 1×) and the dashed 1× line."""
     scale = {"clamp": True, "domain": domain, "nice": False, "type": "log"}
     slower = {
         "data": {"values": [{"from": domain[0], "to": 1.0}]},
@@ -117,12 +120,19 @@ def _guides(domain: list[float]) -> list[dict[str, Any]]:
 
 
 def speedup_spec(
-    summary: pl.DataFrame, *, max_rows: int | None = None, filter_element: str | None = None
+    summary: pl.DataFrame,
+    *,
+    max_rows: int | None = None,
+    filter_element: str | None = None,
 ) -> dict[str, Any]:
     """The dot chart of a ``frames.speedup_summary`` frame (see the module docstring) as
     Vega-Lite JSON: every row with data (or the first ``max_rows``), with a kernel and a
     GPU select filtering them when there is more than one of either (placed under the
-    CSS selector ``filter_element`` when given)."""
+    CSS selector ``filter_element`` when given).  Its texts name the harness of the
+    marks (:func:`kiana.harness.display_name`: "Liger provider") when they are one
+    harness's, the neutral "subject" otherwise."""
+    harnesses = summary["harness"].unique().to_list() if "harness" in summary.columns else []
+    who = display_name(harnesses) or "subject"
     rows = frames.speedup_rows(summary)[:max_rows]
     # the rows' order as a field (a sort list of thousands of rows overflows Vega's parser)
     order = pl.DataFrame(
@@ -134,9 +144,9 @@ def speedup_spec(
         "grid": True, "labelExpr": "format(datum.value, '~g') + '×'", "orient": "top",
         "values": _ticks(domain),
     }  # fmt: skip
-    x_title = "baseline median / Liger median (log scale): right of 1× Liger is faster"
+    x_title = f"baseline median / {who} median (log scale): right of 1× {who} is faster"
     x_scale = {"clamp": True, "domain": domain, "nice": False, "type": "log"}
-    keys, tooltip = _keys(data), _tooltip()
+    keys, tooltip = _keys(data, who), _tooltip(who)
     picks = [
         pick(field, values, every=f"every {field}", element=filter_element)
         for field, values in (
