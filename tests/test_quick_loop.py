@@ -3,6 +3,8 @@ marked ``heavy`` (the rule is the plugin ``tests/quickloop.py``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -23,14 +25,19 @@ def test_quick():
 """
 
 
+def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str) -> Any:
+    """``source`` run by pytest with the quick loop's rule at 0.1 s."""
+    monkeypatch.setenv("KIANA_TEST_SECONDS", "0.1")
+    pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
+    pytester.makepyfile(source)
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
+
+
 @pytest.mark.heavy  # a pytest run inside the run
 def test_a_slow_unmarked_test_fails_and_says_why(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KIANA_TEST_SECONDS", "0.1")
-    pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
-    pytester.makepyfile(SLOW)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
+    result = _run(pytester, monkeypatch, SLOW)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*test_slow took 0.* over the quick loop's 0.1 s*heavy*"])
 
@@ -62,9 +69,6 @@ def test_own_slow_fixture(own):
 def test_a_shared_fixture_is_charged_to_no_test(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KIANA_TEST_SECONDS", "0.1")
-    pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
-    pytester.makepyfile(FIXTURES)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
+    result = _run(pytester, monkeypatch, FIXTURES)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*test_own_slow_fixture took 0.*"])

@@ -192,15 +192,7 @@ def detect(
                 batch = segs[lo : lo + step]
                 x = np.stack([values[s][a:b] for s, a, b in batch])
                 nz = np.stack([noise[s][a:b] for s, a, b in batch])
-                fl = np.nan_to_num(row_medians(nz), nan=0.0)
-                q = q_statistics(x, min_size)
-                tau = np.argmax(q, axis=1) + min_size
-                p = yuen_p(x, fl, tau)
-                cols = np.arange(length)[None, :] < tau[:, None]
-                med_l = row_medians(np.where(cols, x, np.nan))
-                med_r = row_medians(np.where(cols, np.nan, x))
-                size = np.abs(np.expm1(med_r - med_l))
-                ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
+                tau, p, ok = split_test(x, nz, q_statistics(x, min_size), options)
                 for (s, a, b), t, pv, good in zip(
                     batch, tau.tolist(), p.tolist(), ok.tolist(), strict=True
                 ):
@@ -343,3 +335,21 @@ def empty_changepoints() -> pl.DataFrame:
         pl.lit(None, pl.String).alias("control_provider"),
         pl.lit(None, pl.String).alias("evidence"),
     )
+
+
+def split_test(
+    x: np.ndarray, noise: np.ndarray, q: np.ndarray, options: JudgeOptions
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The split (the arg max of ``q`` past the minimum size), its Yuen p-value and
+    whether it is accepted (p at most ``changepoint_max_pvalue`` and a level change of at
+    least the threshold), for each segment (a row of ``x`` and its ``noise``)."""
+    min_size = options.changepoint_min_size
+    fl = np.nan_to_num(row_medians(noise), nan=0.0)
+    tau = np.argmax(q, axis=1) + min_size
+    p = yuen_p(x, fl, tau)
+    cols = np.arange(x.shape[1])[None, :] < tau[:, None]
+    med_l = row_medians(np.where(cols, x, np.nan))
+    med_r = row_medians(np.where(cols, np.nan, x))
+    size = np.abs(np.expm1(med_r - med_l))
+    ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
+    return tau, p, ok
