@@ -28,11 +28,11 @@ import numpy as np
 import polars as pl
 
 from kiana.stats.changepoints import (
-    _BATCH_CELLS,
     _empty,
     _median,
     _verdicts,
     empty_changepoints,
+    segment_batches,
     split_test,
 )
 from kiana.stats.options import JudgeOptions
@@ -125,23 +125,18 @@ def search(
             elif seg[2] == len(values[seg[0]]):  # an untested end of the chain
                 out[seg[0]].chain.append(Link(seg[1], None, None))
         active = []
-        for length, segs in by_length.items():
-            step = max(1, _BATCH_CELLS // (length * length))
-            for lo in range(0, len(segs), step):
-                batch = segs[lo : lo + step]
-                x = np.stack([values[s][a:b] for s, a, b in batch])
-                nz = np.stack([noise[s][a:b] for s, a, b in batch])
-                diag, last, rows = q_state(x)
-                tau, p, ok = split_test(x, nz, q_from(diag, last, min_size), options)
-                for i, (s, a, b) in enumerate(batch):
-                    good, t = bool(ok[i]), int(tau[i])
-                    if b == len(values[s]):
-                        link = Link(a, a + t if good else None, float(p[i]) if good else None)
-                        link.diag, link.last, link.rows = diag[i], last[i], rows[i]
-                        out[s].chain.append(link)
-                    if good:
-                        out[s].points.append((a + t, float(p[i])))
-                        active.extend([(s, a, a + t), (s, a + t, b)])
+        for batch, x, nz in segment_batches(by_length, values, noise):
+            diag, last, rows = q_state(x)
+            tau, p, ok = split_test(x, nz, q_from(diag, last, min_size), options)
+            for i, (s, a, b) in enumerate(batch):
+                good, t = bool(ok[i]), int(tau[i])
+                if b == len(values[s]):
+                    link = Link(a, a + t if good else None, float(p[i]) if good else None)
+                    link.diag, link.last, link.rows = diag[i], last[i], rows[i]
+                    out[s].chain.append(link)
+                if good:
+                    out[s].points.append((a + t, float(p[i])))
+                    active.extend([(s, a, a + t), (s, a + t, b)])
     for found in out.values():
         found.points.sort()
         found.chain.sort(key=lambda link: link.start)

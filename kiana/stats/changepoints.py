@@ -43,6 +43,8 @@ obviously correct version the tests compare against; :func:`yuen_p` is compared 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import polars as pl
 
@@ -186,19 +188,14 @@ def detect(
             if seg[2] - seg[1] >= 2 * min_size:
                 by_length.setdefault(seg[2] - seg[1], []).append(seg)
         active = []
-        for length, segs in by_length.items():
-            step = max(1, _BATCH_CELLS // (length * length))
-            for lo in range(0, len(segs), step):
-                batch = segs[lo : lo + step]
-                x = np.stack([values[s][a:b] for s, a, b in batch])
-                nz = np.stack([noise[s][a:b] for s, a, b in batch])
-                tau, p, ok = split_test(x, nz, q_statistics(x, min_size), options)
-                for (s, a, b), t, pv, good in zip(
-                    batch, tau.tolist(), p.tolist(), ok.tolist(), strict=True
-                ):
-                    if good:
-                        found[s].append((a + t, pv))
-                        active.extend([(s, a, a + t), (s, a + t, b)])
+        for batch, x, nz in segment_batches(by_length, values, noise):
+            tau, p, ok = split_test(x, nz, q_statistics(x, min_size), options)
+            for (s, a, b), t, pv, good in zip(
+                batch, tau.tolist(), p.tolist(), ok.tolist(), strict=True
+            ):
+                if good:
+                    found[s].append((a + t, pv))
+                    active.extend([(s, a, a + t), (s, a + t, b)])
     for cps in found:
         cps.sort()
     return found
@@ -353,3 +350,18 @@ def split_test(
     size = np.abs(np.expm1(med_r - med_l))
     ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
     return tau, p, ok
+
+
+def segment_batches(
+    by_length: dict[int, list[tuple[int, int, int]]],
+    values: list[np.ndarray],
+    noise: list[np.ndarray],
+) -> Iterator[tuple[list[tuple[int, int, int]], np.ndarray, np.ndarray]]:
+    """Segments ``(series, start, end)`` of each length in batches of at most
+    ``_BATCH_CELLS`` cells of the search: each batch, its values and its noise, stacked."""
+    for length, segs in by_length.items():
+        step = max(1, _BATCH_CELLS // (length * length))
+        for lo in range(0, len(segs), step):
+            batch = segs[lo : lo + step]
+            x = np.stack([values[s][a:b] for s, a, b in batch])
+            yield batch, x, np.stack([noise[s][a:b] for s, a, b in batch])
