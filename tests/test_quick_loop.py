@@ -33,15 +33,6 @@ def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str
     return pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
 
 
-@pytest.mark.heavy  # a pytest run inside the run
-def test_a_slow_unmarked_test_fails_and_says_why(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    result = _run(pytester, monkeypatch, SLOW)
-    result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_slow took 0.* over the quick loop's 0.1 s*heavy*"])
-
-
 FIXTURES = """
 import time
 import pytest
@@ -65,10 +56,20 @@ def test_own_slow_fixture(own):
 """
 
 
-@pytest.mark.heavy
-def test_a_shared_fixture_is_charged_to_no_test(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+#: What the rule says of each file: the slow test fails (and the marked one passes), the
+#: test with a slow fixture of its own fails (and the users of a slow shared one pass).
+CASES = {
+    "slow": (SLOW, "*test_slow took 0.* over the quick loop's 0.1 s*heavy*"),
+    "fixtures": (FIXTURES, "*test_own_slow_fixture took 0.*"),
+}
+
+
+@pytest.mark.heavy  # a pytest run inside the run
+@pytest.mark.parametrize("case", CASES)
+def test_the_slow_unmarked_test_fails_and_only_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    result = _run(pytester, monkeypatch, FIXTURES)
+    source, said = CASES[case]
+    result = _run(pytester, monkeypatch, source)
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_own_slow_fixture took 0.*"])
+    result.stdout.fnmatch_lines([said])
