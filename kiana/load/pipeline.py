@@ -37,6 +37,7 @@ from kiana._version import __version__
 from kiana.errors import DatabaseError
 from kiana.load.batches import BatchCounts, CheckedBatch, ParsedBatch, RawBatch, ScreenedBatch
 from kiana.load.check import check
+from kiana.load.database import default_memory_limit
 from kiana.load.fast import screen
 from kiana.load.limits import DEFAULT_LIMITS, LoadLimits
 from kiana.load.native import file_batches, longest_line
@@ -228,20 +229,18 @@ def _bytes(setting: str) -> float | None:
 
 @contextlib.contextmanager
 def _memory_limit(con: duckdb.DuckDBPyConnection, limits: LoadLimits) -> Iterator[None]:
-    """DuckDB's ``memory_limit`` at most :func:`load_memory` while the load runs (a lower
-    one, e.g. ``--memory-limit``, is kept), set back after it."""
-    ((before,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
-    limit = load_memory(limits)
-    current = _bytes(str(before))
-    if current is None or current <= limit:
+    """DuckDB's default ``memory_limit`` lowered to :func:`load_memory` while the load
+    runs, and reset after it; a limit someone set (``--memory-limit``) is kept as it is."""
+    default = default_memory_limit(con)
+    if default is None or (_bytes(default) or 0) <= load_memory(limits):
         yield
         return
-    con.execute(f"SET memory_limit = '{limit}B'")
+    con.execute(f"SET memory_limit = '{load_memory(limits)}B'")
     try:
         yield
     finally:
         with contextlib.suppress(duckdb.Error):  # a closed connection
-            con.execute(f"SET memory_limit = '{before}'")
+            con.execute("RESET memory_limit")
 
 
 def run(
