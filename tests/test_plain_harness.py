@@ -18,7 +18,7 @@ import kiana
 from kiana.cli import main
 from kiana.documents import Gpu, RunSpec, build_document
 from kiana.harness import plain
-from tests.conftest import SEEDS
+from tests.conftest import SEEDS, write_jsonl
 
 HARNESS = plain("tritonbench")
 H100 = Gpu("nvidia", "NVIDIA H100", "80GB HBM3", "sm_90", "NVIDIA H100 80GB HBM3")
@@ -50,8 +50,7 @@ def documents() -> list[dict[str, object]]:
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("tritonbench")
-    data = folder / "tritonbench.jsonl"
-    data.write_text("".join(json.dumps(d) + "\n" for d in documents()))
+    data = write_jsonl(folder / "tritonbench.jsonl", documents())
     db = folder / "kiana.duckdb"
     assert main(["load", str(data), "--db", str(db), "-q", "--strict"]) == 0
     return db

@@ -3,6 +3,8 @@ marked ``heavy`` (the rule is the plugin ``tests/quickloop.py``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -23,16 +25,12 @@ def test_quick():
 """
 
 
-@pytest.mark.heavy  # a pytest run inside the run
-def test_a_slow_unmarked_test_fails_and_says_why(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str) -> Any:
+    """``source`` run by pytest with the quick loop's rule at 0.1 s."""
     monkeypatch.setenv("KIANA_TEST_SECONDS", "0.1")
     pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
-    pytester.makepyfile(SLOW)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
-    result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_slow took 0.* over the quick loop's 0.1 s*heavy*"])
+    pytester.makepyfile(source)
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
 
 
 FIXTURES = """
@@ -58,13 +56,20 @@ def test_own_slow_fixture(own):
 """
 
 
-@pytest.mark.heavy
-def test_a_shared_fixture_is_charged_to_no_test(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+#: What the rule says of each file: the slow test fails (and the marked one passes), the
+#: test with a slow fixture of its own fails (and the users of a slow shared one pass).
+CASES = {
+    "slow": (SLOW, "*test_slow took 0.* over the quick loop's 0.1 s*heavy*"),
+    "fixtures": (FIXTURES, "*test_own_slow_fixture took 0.*"),
+}
+
+
+@pytest.mark.heavy  # a pytest run inside the run
+@pytest.mark.parametrize("case", CASES)
+def test_the_slow_unmarked_test_fails_and_only_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    monkeypatch.setenv("KIANA_TEST_SECONDS", "0.1")
-    pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
-    pytester.makepyfile(FIXTURES)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
+    source, said = CASES[case]
+    result = _run(pytester, monkeypatch, source)
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_own_slow_fixture took 0.*"])
+    result.stdout.fnmatch_lines([said])

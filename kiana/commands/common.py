@@ -35,8 +35,8 @@ def add_memory_option(parser: argparse.ArgumentParser) -> None:
         "--memory-limit",
         type=memory_size,
         metavar="SIZE",
-        help="memory DuckDB may use, e.g. 4GB or 512MiB (default: 80%% of RAM); "
-        "judging is split into shards that fit it",
+        help="memory DuckDB may use, e.g. 4GB or 512MiB (default: 80%% of RAM, and 16 "
+        "batches, 768 MiB, while a load runs); judging is split into shards that fit it",
     )
 
 

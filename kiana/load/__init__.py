@@ -66,6 +66,7 @@ def load(
         started=started,
         progress=progress,
         profiler=profiler,
+        limits=limits,
     )
 
 
@@ -88,6 +89,7 @@ def load_documents(
         started=started,
         progress=None,
         profiler=profiler,
+        limits=limits,
     )
 
 

@@ -33,7 +33,7 @@ import duckdb
 from kiana.errors import DatabaseError
 from kiana.load.schema import check_schema, ensure_schema, needs_migration
 
-__all__ = ["CONFIG", "ROW_GROUP_ROWS", "connect", "created", "discard"]
+__all__ = ["CONFIG", "ROW_GROUP_ROWS", "connect", "created", "default_memory_limit", "discard"]
 
 PathLike = str | os.PathLike[str]
 
@@ -52,6 +52,10 @@ CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoload_known_extensions": False,
 }
 
+#: DuckDB's own ``memory_limit`` as ``current_setting`` prints it (``18.8 GiB``), read
+#: from the first instance this process opened, before anything could set it.
+_DEFAULT_MEMORY_LIMIT: list[str] = []
+
 #: Resolved paths of the database files this process created (attached while absent).
 _CREATED: set[str] = set()
 
@@ -69,7 +73,7 @@ def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.Du
     target = ":memory:" if db is None else os.fspath(db)
     read_only = read_only and db is not None
     try:
-        con = duckdb.connect(target, config=CONFIG) if db is None else _file(target, read_only)
+        con = _fresh() if db is None else _file(target, read_only)
     except duckdb.Error as exc:
         raise open_error(target, exc) from None
     con.execute("SET preserve_insertion_order = false")
@@ -92,6 +96,26 @@ def connect(db: PathLike | None = None, *, read_only: bool = False) -> duckdb.Du
         con.close()
         raise
     return con
+
+
+def _fresh() -> duckdb.DuckDBPyConnection:
+    """A new in-memory DuckDB instance (the first one tells DuckDB's default limit)."""
+    con = duckdb.connect(":memory:", config=CONFIG)
+    if not _DEFAULT_MEMORY_LIMIT:
+        _DEFAULT_MEMORY_LIMIT.append(_memory_limit(con))
+    return con
+
+
+def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
+    ((limit,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    return str(limit)
+
+
+def default_memory_limit(con: duckdb.DuckDBPyConnection) -> str | None:
+    """DuckDB's ``memory_limit`` on ``con`` when it is DuckDB's default (nobody set it,
+    e.g. with ``--memory-limit``), else None."""
+    limit = _memory_limit(con)
+    return limit if limit in _DEFAULT_MEMORY_LIMIT else None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -261,7 +285,7 @@ def _shared(key: str) -> tuple[duckdb.DuckDBPyConnection, str] | None:
 
 
 def _attach(path: str, read_only: bool) -> tuple[duckdb.DuckDBPyConnection, str]:
-    con = duckdb.connect(":memory:", config=CONFIG)
+    con = _fresh()
     mode = ", READ_ONLY" if read_only else ""
     existed = os.path.lexists(path)
     try:

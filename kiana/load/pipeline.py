@@ -37,8 +37,9 @@ from kiana._version import __version__
 from kiana.errors import DatabaseError
 from kiana.load.batches import BatchCounts, CheckedBatch, ParsedBatch, RawBatch, ScreenedBatch
 from kiana.load.check import check
+from kiana.load.database import default_memory_limit
 from kiana.load.fast import screen
-from kiana.load.limits import LoadLimits
+from kiana.load.limits import DEFAULT_LIMITS, LoadLimits
 from kiana.load.native import file_batches, longest_line
 from kiana.load.parse import parse
 from kiana.load.profiling import NO_PROFILER, Profiler
@@ -195,6 +196,53 @@ def _checked(
         yield checked
 
 
+#: DuckDB's ``memory_limit`` during a load, in batches of text (``LoadLimits.batch_bytes``;
+#: 768 MiB by default), at least :data:`LOAD_MEMORY_FLOOR`.  A batch's own statements
+#: use a few hundred MiB at most (``duckdb_memory()`` during a load of 1M runs); under
+#: DuckDB's default limit, 80% of RAM, the rest filled up with the table's blocks the load
+#: had written, cached though nothing reads them again (~200 bytes a run: ~2 GiB of a
+#: 10M-run load's 4.86 GiB peak; bench/README.md).
+LOAD_MEMORY_BATCHES = 16
+LOAD_MEMORY_FLOOR = 256 << 20
+
+#: DuckDB's units in ``current_setting('memory_limit')`` (``953.6 MiB``, ``18.8 GiB``).
+_UNITS = {"bytes": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40, "PiB": 50}
+
+
+def load_memory(limits: LoadLimits) -> int:
+    """The bytes DuckDB may use during a load in ``limits`` (:data:`LOAD_MEMORY_BATCHES`)::
+
+    >>> load_memory(LoadLimits()) >> 20
+    768
+    """
+    return max(LOAD_MEMORY_BATCHES * limits.batch_bytes, LOAD_MEMORY_FLOOR)
+
+
+def _bytes(setting: str) -> float | None:
+    """``'18.8 GiB'`` -> bytes; None for a text DuckDB does not print."""
+    number, _, unit = setting.partition(" ")
+    try:
+        return float(number) * (1 << _UNITS[unit])
+    except (KeyError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _memory_limit(con: duckdb.DuckDBPyConnection, limits: LoadLimits) -> Iterator[None]:
+    """DuckDB's default ``memory_limit`` lowered to :func:`load_memory` while the load
+    runs, and reset after it; a limit someone set (``--memory-limit``) is kept as it is."""
+    default = default_memory_limit(con)
+    if default is None or (_bytes(default) or 0) <= load_memory(limits):
+        yield
+        return
+    con.execute(f"SET memory_limit = '{load_memory(limits)}B'")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(duckdb.Error):  # a closed connection
+            con.execute("RESET memory_limit")
+
+
 def run(
     con: duckdb.DuckDBPyConnection,
     read: Callable[[duckdb.DuckDBPyConnection], Generator[Readout, None, None]],
@@ -204,11 +252,13 @@ def run(
     started: float,
     progress: Progress | None,
     profiler: Profiler,
+    limits: LoadLimits = DEFAULT_LIMITS,
 ) -> LoadSummary:
     """One load in one transaction: the batches of ``read(reader)`` (``reader``: a cursor
     of their own) checked on a second thread and stored on ``con``, then the ``loads``
-    row; rolled back whole on any error."""
-    with _ONE_LOAD, contextlib.ExitStack() as cursors:
+    row; rolled back whole on any error.  DuckDB's memory is bounded meanwhile
+    (:func:`load_memory`, from ``limits``)."""
+    with _ONE_LOAD, _memory_limit(con, limits), contextlib.ExitStack() as cursors:
         reader = cursors.enter_context(contextlib.closing(con.cursor()))
         checker = cursors.enter_context(contextlib.closing(con.cursor()))
         stream = read(reader)

@@ -28,13 +28,12 @@ import numpy as np
 import polars as pl
 
 from kiana.stats.changepoints import (
-    _BATCH_CELLS,
     _empty,
     _median,
     _verdicts,
     empty_changepoints,
-    row_medians,
-    yuen_p,
+    segment_batches,
+    split_test,
 )
 from kiana.stats.options import JudgeOptions
 
@@ -106,23 +105,6 @@ def append(link: Link, values: np.ndarray, new: float) -> None:
     link.rows = rows
 
 
-def _test(
-    x: np.ndarray, noise: np.ndarray, q: np.ndarray, options: JudgeOptions
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The split, p-value and acceptance of each segment (rows), as the judge's."""
-    min_size = options.changepoint_min_size
-    length = x.shape[1]
-    fl = np.nan_to_num(row_medians(noise), nan=0.0)
-    tau = np.argmax(q, axis=1) + min_size
-    p = yuen_p(x, fl, tau)
-    cols = np.arange(length)[None, :] < tau[:, None]
-    med_l = row_medians(np.where(cols, x, np.nan))
-    med_r = row_medians(np.where(cols, np.nan, x))
-    size = np.abs(np.expm1(med_r - med_l))
-    ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
-    return tau, p, ok
-
-
 def search(
     values: list[np.ndarray],
     noise: list[np.ndarray],
@@ -143,23 +125,18 @@ def search(
             elif seg[2] == len(values[seg[0]]):  # an untested end of the chain
                 out[seg[0]].chain.append(Link(seg[1], None, None))
         active = []
-        for length, segs in by_length.items():
-            step = max(1, _BATCH_CELLS // (length * length))
-            for lo in range(0, len(segs), step):
-                batch = segs[lo : lo + step]
-                x = np.stack([values[s][a:b] for s, a, b in batch])
-                nz = np.stack([noise[s][a:b] for s, a, b in batch])
-                diag, last, rows = q_state(x)
-                tau, p, ok = _test(x, nz, q_from(diag, last, min_size), options)
-                for i, (s, a, b) in enumerate(batch):
-                    good, t = bool(ok[i]), int(tau[i])
-                    if b == len(values[s]):
-                        link = Link(a, a + t if good else None, float(p[i]) if good else None)
-                        link.diag, link.last, link.rows = diag[i], last[i], rows[i]
-                        out[s].chain.append(link)
-                    if good:
-                        out[s].points.append((a + t, float(p[i])))
-                        active.extend([(s, a, a + t), (s, a + t, b)])
+        for batch, x, nz in segment_batches(by_length, values, noise):
+            diag, last, rows = q_state(x)
+            tau, p, ok = split_test(x, nz, q_from(diag, last, min_size), options)
+            for i, (s, a, b) in enumerate(batch):
+                good, t = bool(ok[i]), int(tau[i])
+                if b == len(values[s]):
+                    link = Link(a, a + t if good else None, float(p[i]) if good else None)
+                    link.diag, link.last, link.rows = diag[i], last[i], rows[i]
+                    out[s].chain.append(link)
+                if good:
+                    out[s].points.append((a + t, float(p[i])))
+                    active.extend([(s, a, a + t), (s, a + t, b)])
     for found in out.values():
         found.points.sort()
         found.chain.sort(key=lambda link: link.start)
@@ -182,7 +159,7 @@ def resume(
         assert link.diag is not None and link.last is not None
         x = values[link.start :][None, :]
         q = q_from(link.diag[None, :], link.last[None, :], min_size)
-        tau, p, ok = _test(x, noise[link.start :][None, :], q, options)
+        tau, p, ok = split_test(x, noise[link.start :][None, :], q, options)
         split = link.start + int(tau[0]) if bool(ok[0]) else None
         if split != link.split:
             break

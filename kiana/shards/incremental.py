@@ -59,12 +59,14 @@ def midnight(moment: datetime) -> datetime:
 
 def fresh_runs(con: duckdb.DuckDBPyConnection, new: list[int]) -> pl.DataFrame:
     """Per GPU, kernel and series, the first run of the loads ``new``."""
-    frame: pl.DataFrame = con.sql(
+    from kiana.shards.unit import query
+
+    return query(
+        con,
         "SELECT gpu, kernel, partition_id, provider, metric, min(observed_at) AS first FROM runs "
         "WHERE load_id IN (SELECT unnest($loads)) GROUP BY ALL ORDER BY ALL",
-        params={"loads": new},
-    ).pl()
-    return frame
+        {"loads": new},
+    )
 
 
 #: One row per kernel re-judged: ``kernel``, ``own`` (``D``) and ``since`` (``D2``).

@@ -262,7 +262,7 @@ class Judged:
     def judgement(self) -> Judgement:
         """One :class:`~kiana.stats.Judgement` of every shard (every step in memory)."""
         return Judgement(
-            steps=_collect([part.scan("steps") for part in self._parts]),
+            steps=self.every_step(),
             findings=self.findings,
             changepoints=self.changepoints,
             versions=self.versions,
@@ -272,6 +272,10 @@ class Judged:
             tradeoffs=self.tradeoffs,
             calibration=self.calibration,
         )
+
+    def every_step(self) -> pl.DataFrame:
+        """Every shard's steps in one frame (shard by shard, each in the judge's order)."""
+        return _collect([part.scan("steps") for part in self._parts])
 
     def all_runs(self) -> pl.DataFrame:
         """Every shard's runs in one frame (shard by shard, each in the judge's order)."""

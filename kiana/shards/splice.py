@@ -21,7 +21,15 @@ import numpy as np
 import polars as pl
 
 from kiana.shards import creep
-from kiana.shards.unit import POS, Unit, changepoint_rows, cp_series, judge_unit, segments
+from kiana.shards.unit import (
+    POS,
+    Unit,
+    changepoint_rows,
+    cp_series,
+    judge_unit,
+    query,
+    segments,
+)
 from kiana.stats.calfit import prefix_size
 from kiana.stats.calibration import Calibration
 from kiana.stats.sessions import SESSION_FORMAT
@@ -40,7 +48,7 @@ _SUBJECT = "(role = 'subject')"
 
 
 def stored(con: duckdb.DuckDBPyConnection, table: str, gpu: str) -> pl.DataFrame:
-    frame: pl.DataFrame = con.sql(f"SELECT * FROM {table} WHERE gpu = $g", params={"g": gpu}).pl()
+    frame = query(con, f"SELECT * FROM {table} WHERE gpu = $g", {"g": gpu})
     return frame
 
 
@@ -109,12 +117,12 @@ def splice_gpu(
 
 def _step_keys(con: duckdb.DuckDBPyConnection, gpu: str) -> pl.DataFrame:
     """The kernel and later session of every stored step and A/A step of ``gpu``."""
-    frame: pl.DataFrame = con.sql(
+    return query(
+        con,
         "SELECT kernel, to_session FROM judged_steps WHERE gpu = $g UNION ALL "
         "SELECT kernel, to_session FROM judged_aa WHERE gpu = $g",
-        params={"g": gpu},
-    ).pl()
-    return frame
+        {"g": gpu},
+    )
 
 
 def _owned(frame: pl.DataFrame, cut: pl.DataFrame, column: str) -> pl.DataFrame:

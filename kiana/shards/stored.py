@@ -22,7 +22,7 @@ from kiana.shards.creep import INDEX
 from kiana.shards.results import Judged, merge_coverage, order_findings
 from kiana.shards.runs import Shard, shard_runs
 from kiana.shards.unit import POS
-from kiana.stats import Coverage, Judgement
+from kiana.stats import Coverage
 from kiana.stats.calibration import Calibration
 from kiana.vocabulary import FINDING_KEYS
 
@@ -130,19 +130,9 @@ class StoredJudged(Judged):
             self._con, where="partition_id IN (SELECT unnest($parts))", params={"parts": partitions}
         )
 
-    def judgement(self) -> Judgement:
-        """One :class:`~kiana.stats.Judgement` of everything (every step in memory)."""
-        return Judgement(
-            steps=self._steps(),
-            findings=self.findings,
-            changepoints=self.changepoints,
-            versions=self.versions,
-            runs_judged=self.runs_judged,
-            coverage=self.coverage,
-            quality=self.quality,
-            tradeoffs=self.tradeoffs,
-            calibration=self.calibration,
-        )
+    def every_step(self) -> pl.DataFrame:
+        """Every stored step, in the judge's order."""
+        return self._steps()
 
     def all_runs(self) -> pl.DataFrame:
         """Every run judged, in the judge's order."""

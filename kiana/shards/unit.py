@@ -26,6 +26,8 @@ from kiana.stats.calibration import Calibration, sigmas
 from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
 
 if TYPE_CHECKING:
+    import duckdb
+
     from kiana.stats import CodeChanges, _Stage
 
 #: A session point of a series as stored (``judged_points``).
@@ -231,3 +233,11 @@ GPU_SCHEMA: dict[str, pl.DataType] = {
     "gpu": pl.String(), "steps": pl.Int64(), "prefix": pl.Int64(),
     "cut": pl.Datetime("us"), "runs_judged": pl.Int64(),
 }  # fmt: skip
+
+
+def query(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None
+) -> pl.DataFrame:
+    """The rows of ``sql`` (with ``params``) as a polars frame."""
+    frame: pl.DataFrame = con.sql(sql, params=params).pl()
+    return frame

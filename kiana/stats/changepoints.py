@@ -43,6 +43,8 @@ obviously correct version the tests compare against; :func:`yuen_p` is compared 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import polars as pl
 
@@ -186,27 +188,14 @@ def detect(
             if seg[2] - seg[1] >= 2 * min_size:
                 by_length.setdefault(seg[2] - seg[1], []).append(seg)
         active = []
-        for length, segs in by_length.items():
-            step = max(1, _BATCH_CELLS // (length * length))
-            for lo in range(0, len(segs), step):
-                batch = segs[lo : lo + step]
-                x = np.stack([values[s][a:b] for s, a, b in batch])
-                nz = np.stack([noise[s][a:b] for s, a, b in batch])
-                fl = np.nan_to_num(row_medians(nz), nan=0.0)
-                q = q_statistics(x, min_size)
-                tau = np.argmax(q, axis=1) + min_size
-                p = yuen_p(x, fl, tau)
-                cols = np.arange(length)[None, :] < tau[:, None]
-                med_l = row_medians(np.where(cols, x, np.nan))
-                med_r = row_medians(np.where(cols, np.nan, x))
-                size = np.abs(np.expm1(med_r - med_l))
-                ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
-                for (s, a, b), t, pv, good in zip(
-                    batch, tau.tolist(), p.tolist(), ok.tolist(), strict=True
-                ):
-                    if good:
-                        found[s].append((a + t, pv))
-                        active.extend([(s, a, a + t), (s, a + t, b)])
+        for batch, x, nz in segment_batches(by_length, values, noise):
+            tau, p, ok = split_test(x, nz, q_statistics(x, min_size), options)
+            for (s, a, b), t, pv, good in zip(
+                batch, tau.tolist(), p.tolist(), ok.tolist(), strict=True
+            ):
+                if good:
+                    found[s].append((a + t, pv))
+                    active.extend([(s, a, a + t), (s, a + t, b)])
     for cps in found:
         cps.sort()
     return found
@@ -343,3 +332,36 @@ def empty_changepoints() -> pl.DataFrame:
         pl.lit(None, pl.String).alias("control_provider"),
         pl.lit(None, pl.String).alias("evidence"),
     )
+
+
+def split_test(
+    x: np.ndarray, noise: np.ndarray, q: np.ndarray, options: JudgeOptions
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The split (the arg max of ``q`` past the minimum size), its Yuen p-value and
+    whether it is accepted (p at most ``changepoint_max_pvalue`` and a level change of at
+    least the threshold), for each segment (a row of ``x`` and its ``noise``)."""
+    min_size = options.changepoint_min_size
+    fl = np.nan_to_num(row_medians(noise), nan=0.0)
+    tau = np.argmax(q, axis=1) + min_size
+    p = yuen_p(x, fl, tau)
+    cols = np.arange(x.shape[1])[None, :] < tau[:, None]
+    med_l = row_medians(np.where(cols, x, np.nan))
+    med_r = row_medians(np.where(cols, np.nan, x))
+    size = np.abs(np.expm1(med_r - med_l))
+    ok = (p <= options.changepoint_max_pvalue) & (size >= options.threshold)
+    return tau, p, ok
+
+
+def segment_batches(
+    by_length: dict[int, list[tuple[int, int, int]]],
+    values: list[np.ndarray],
+    noise: list[np.ndarray],
+) -> Iterator[tuple[list[tuple[int, int, int]], np.ndarray, np.ndarray]]:
+    """Segments ``(series, start, end)`` of each length in batches of at most
+    ``_BATCH_CELLS`` cells of the search: each batch, its values and its noise, stacked."""
+    for length, segs in by_length.items():
+        step = max(1, _BATCH_CELLS // (length * length))
+        for lo in range(0, len(segs), step):
+            batch = segs[lo : lo + step]
+            x = np.stack([values[s][a:b] for s, a, b in batch])
+            yield batch, x, np.stack([noise[s][a:b] for s, a, b in batch])

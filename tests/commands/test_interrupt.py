@@ -4,6 +4,8 @@ they were (a real subprocess, interrupted while it works)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -41,17 +43,36 @@ def _kiana(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _interrupted(*args: str, after: float = 2.0) -> tuple[int, str]:
-    """Run ``kiana ARGS``, send SIGINT after ``after`` seconds; (status, stderr)."""
+def _interrupted(*args: str, after: float = 0.5) -> tuple[int, str]:
+    """Run ``kiana ARGS``, send SIGINT ``after`` seconds after it opened its ``--db``
+    (so the command is at work, whatever the machine's speed); (status, stderr)."""
+    db = Path(args[args.index("--db") + 1]).resolve()
     process = subprocess.Popen(
         [sys.executable, "-m", "kiana", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not _has_open(process.pid, db) and process.poll() is None:
+        assert time.monotonic() < deadline, "the command never opened its database"
+        time.sleep(0.02)
     time.sleep(after)
     assert process.poll() is None, "the command ended before it could be interrupted"
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     return process.returncode, err
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (Linux: /proc/PID/fd)."""
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if Path(os.readlink(fd)) == path:
+                return True
+    return False
 
 
 def _counts(db: Path) -> tuple[int, int]:
@@ -68,7 +89,7 @@ def test_ctrl_c_during_load_leaves_the_database_as_it_was(corpus: Path, tmp_path
     db = tmp_path / "k.duckdb"
     assert _kiana("load", str(ROOT / "data"), "--db", str(db), "-q").returncode == 0
     before = _counts(db)
-    code, err = _interrupted("load", str(corpus), "--db", str(db), after=1.0)
+    code, err = _interrupted("load", str(corpus), "--db", str(db))
     assert code == 130
     if _counts(db) == before:  # interrupted while it loaded
         assert err == "kiana load: interrupted: nothing of this load was stored; run it again " + (
@@ -80,7 +101,7 @@ def test_ctrl_c_during_load_leaves_the_database_as_it_was(corpus: Path, tmp_path
 
 
 def test_ctrl_c_during_regressions_exits_130(full: Path) -> None:
-    code, err = _interrupted("regressions", "--db", str(full), after=1.5)
+    code, err = _interrupted("regressions", "--db", str(full))
     assert code == 130
     assert err.startswith("kiana regressions: interrupted: nothing was judged; run it again")
     assert "Traceback" not in err and err.count("\n") == 1
@@ -88,7 +109,7 @@ def test_ctrl_c_during_regressions_exits_130(full: Path) -> None:
 
 def test_ctrl_c_during_report_writes_nothing(full: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
-    code, err = _interrupted("report", "--db", str(full), "-o", str(out), after=1.5)
+    code, err = _interrupted("report", "--db", str(full), "-o", str(out))
     assert code == 130
     assert err.startswith("kiana report: interrupted: no report was written; run it again")
     assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from kiana.importers.gpus import parse_gpu
@@ -354,6 +355,16 @@ def kiana(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return run_kiana("import", "liger", *map(str, args))
 
 
+def imported(csv: Path, tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    """``kiana import liger CSV --db`` into a new file, opened."""
+    from kiana import load
+
+    db = tmp_path / "k.duckdb"
+    done = kiana(csv, "--db", db)
+    assert done.returncode == 0, done.stderr
+    return load.connect(db)
+
+
 @pytest.fixture
 def small_csv(tmp_path: Path) -> Path:
     path = tmp_path / "small.csv"
@@ -396,10 +407,5 @@ def test_cli_missing_file_is_an_error(tmp_path: Path) -> None:
 
 @pytest.mark.heavy
 def test_cli_loads_into_a_database(small_csv: Path, tmp_path: Path) -> None:
-    from kiana import load
-
-    db = tmp_path / "k.duckdb"
-    done = kiana(small_csv, "--db", db)
-    assert done.returncode == 0, done.stderr
-    con = load.connect(db)
+    con = imported(small_csv, tmp_path)
     assert con.execute("select count(*) from runs").fetchone() == (2,)

@@ -16,7 +16,7 @@ from kiana.importers.liger import (
     read_rows,
 )
 from kiana.importers.rows import LABEL_CSV, Row, row_document
-from tests.importers.test_liger import BASE, csv_text, kiana, row, small_csv
+from tests.importers.test_liger import BASE, csv_text, imported, kiana, row, small_csv
 
 __all__ = ["small_csv"]  # a fixture, shared
 
@@ -127,12 +127,7 @@ def test_rows_without_a_file_name_carry_no_provenance_label() -> None:
 
 @pytest.mark.heavy
 def test_cli_labels_reach_the_labels_table(small_csv: Path, tmp_path: Path) -> None:
-    from kiana import load
-
-    db = tmp_path / "k.duckdb"
-    done = kiana(small_csv, "--db", db)
-    assert done.returncode == 0, done.stderr
-    con = load.connect(db)
+    con = imported(small_csv, tmp_path)
     rows = con.execute(
         "select key, value, count(*) from labels group by all order by key"
     ).fetchall()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 import kiana.load
@@ -99,3 +100,34 @@ def test_large_jsonl_streams_with_bounded_memory(tmp_path: Path) -> None:
         f"peak RSS grew from {small >> 20} MiB to {large >> 20} MiB when the input tripled"
     )
     assert large < 2 << 30, f"peak RSS {large >> 20} MiB: over 2 GiB"
+
+
+def _limit(con: duckdb.DuckDBPyConnection) -> str:
+    return str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+
+def _limits_during_load(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, limits: kiana.load.LoadLimits
+) -> set[str]:
+    """DuckDB's memory_limit after each stored batch of a load of three documents."""
+    path = tmp_path / "three.jsonl"
+    path.write_text("".join(json.dumps(rel.make_document(n)) + "\n" for n in range(3)))
+    seen: set[str] = set()
+    kiana.load.load(con, [path], limits=limits, progress=lambda *_: seen.add(_limit(con)))
+    return seen
+
+
+def test_a_load_lowers_duckdbs_default_memory_limit_and_resets_it(tmp_path: Path) -> None:
+    con = kiana.load.connect(tmp_path / "k.duckdb")
+    default = _limit(con)
+    limits = kiana.load.LoadLimits(batch_records=1, batch_bytes=32 << 20)
+    assert _limits_during_load(con, tmp_path, limits) == {"512.0 MiB"}  # 16 batches
+    assert _limit(con) == default
+
+
+def test_a_load_keeps_a_memory_limit_someone_set(tmp_path: Path) -> None:
+    con = kiana.load.connect(tmp_path / "k.duckdb")
+    con.execute("SET memory_limit = '2GiB'")
+    limits = kiana.load.LoadLimits(batch_records=1)
+    assert _limits_during_load(con, tmp_path, limits) == {"2.0 GiB"}
+    assert _limit(con) == "2.0 GiB"

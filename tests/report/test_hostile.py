@@ -13,6 +13,7 @@ import pytest
 
 from tests import reliability as rel
 from tests.browser import CHROMIUM, SKIP_REASON
+from tests.conftest import write_jsonl
 
 #: Payloads for any string; those of SLASHLESS also fit the "/"-separated ids.
 PAYLOADS = (
@@ -60,8 +61,7 @@ def hostile_documents() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("hostile")
-    data = tmp / "hostile.jsonl"
-    data.write_text("".join(json.dumps(d) + "\n" for d in hostile_documents()))
+    data = write_jsonl(tmp / "hostile.jsonl", hostile_documents())
     out = tmp / "out.html"
     done = rel.kiana("report", str(data), "-o", str(out), "-q")
     assert done.returncode == 0, done.stderr[-3000:]
