@@ -99,11 +99,14 @@ def chromium(browser: Any) -> Any:
 
 
 #: Charts drawn by JupyterLab's Vega renderer, and by the inline HTML.
-_DRAWN = """() => ({
-  vega: Array.from(document.querySelectorAll('.jp-RenderedVegaCommon5'))
+#: Only the notebook on show: JupyterLab restores the workspace's other tabs (the
+#: notebook of the test before) beside it.
+_SHOWN = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+_DRAWN = f"""() => ({{
+  vega: Array.from(document.querySelectorAll('{_SHOWN} .jp-RenderedVegaCommon5'))
     .filter(e => e.querySelector('canvas, svg.marks')).length,
-  html: document.querySelectorAll('div[id^=kiana-chart-] svg.marks').length,
-})"""
+  html: document.querySelectorAll('{_SHOWN} div[id^=kiana-chart-] svg.marks').length,
+}})"""
 
 
 @pytest.mark.parametrize("name", ["01-explore", "02-release-compare"])
@@ -129,7 +132,8 @@ def test_saved_notebook_draws_its_charts_in_jupyterlab(
             r.abort()
 
     page.route("**/*", route)
-    page.goto(f"{url}/lab/tree/{path.name}", wait_until="domcontentloaded")
+    # ?reset: a fresh workspace, without the tabs an earlier test left open
+    page.goto(f"{url}/lab/tree/{path.name}?reset", wait_until="domcontentloaded")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     deadline = time.monotonic() + 60
     drawn = page.evaluate(_DRAWN)
