@@ -72,6 +72,7 @@ def test_the_documents_say_their_harness_and_load_as_its(database: Path) -> None
     assert rows == [("tritonbench", p, r, v) for p, r in sorted(PROVIDERS) for v in VERSIONS]
 
 
+@pytest.mark.heavy
 def test_the_subject_s_regression_is_a_regression(database: Path) -> None:
     con = kiana.connect(database)
     try:
@@ -107,6 +108,7 @@ def test_kiana_report_names_the_harness(database: Path, tmp_path: Path) -> None:
     assert "Liger" not in html.replace("Liger-Kernel", "")
 
 
+@pytest.mark.heavy
 def test_a_report_of_two_harnesses_names_neither(database: Path, tmp_path: Path) -> None:
     db = tmp_path / "both.duckdb"
     db.write_bytes(database.read_bytes())

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 MAX_LINES = 450
@@ -35,6 +37,7 @@ def test_no_file_is_over_the_limit() -> None:
     assert long == {}
 
 
+@pytest.mark.heavy
 def test_no_function_is_over_the_limit() -> None:
     long = {}
     for path in _modules().values():

@@ -23,6 +23,7 @@ def loaded(tmp_path: Path) -> tuple[LigerRepo, dict[str, str], Path]:
     return repo, shas, db
 
 
+@pytest.mark.heavy
 def test_table_shows_the_top_culprits(
     loaded: tuple[LigerRepo, dict[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -59,6 +60,7 @@ def test_json_lists_every_culprit_or_the_git_log_hint(
     assert "culprits" not in hinted["steps"][0]
 
 
+@pytest.mark.heavy
 def test_git_that_is_not_a_repository_is_a_usage_error(
     loaded: tuple[LigerRepo, dict[str, str], Path],
     tmp_path: Path,

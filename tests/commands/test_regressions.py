@@ -100,6 +100,7 @@ def test_table_and_filters(database: Path) -> None:
     assert any(line.startswith("compared ") for line in done.stdout.splitlines()[1:3])
 
 
+@pytest.mark.heavy
 def test_filters_in_process(database: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from kiana.cli import main
 

@@ -142,6 +142,7 @@ def judged(path: Path) -> tuple[duckdb.DuckDBPyConnection, pl.DataFrame]:
     return con, judge(judged_runs(con)).findings
 
 
+@pytest.mark.heavy
 def test_provenance_names_the_commit_and_file_of_every_run(
     repo: tuple[LigerRepo, dict[str, str]],
 ) -> None:
@@ -162,6 +163,7 @@ def test_provenance_of_documents_without_labels_is_null(tmp_path: Path) -> None:
     assert frame["liger_commit"].null_count() == frame.height
 
 
+@pytest.mark.heavy
 def test_recording_commit_ranks_first_then_imported_module(
     repo: tuple[LigerRepo, dict[str, str]],
 ) -> None:
@@ -187,6 +189,7 @@ def test_recording_commit_ranks_first_then_imported_module(
     assert baseline["culprits"] is None and baseline["culprits_command"] is None
 
 
+@pytest.mark.heavy
 def test_without_a_repository_the_window_and_command(
     repo: tuple[LigerRepo, dict[str, str]],
 ) -> None:
@@ -206,6 +209,7 @@ def test_without_a_repository_the_window_and_command(
     )
 
 
+@pytest.mark.heavy
 def test_a_commit_the_repository_lacks_falls_back_to_the_window(
     repo: tuple[LigerRepo, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -311,6 +315,7 @@ def test_origin_commit() -> None:
     assert origin_commit(None) is None
 
 
+@pytest.mark.heavy
 def test_merged_pull_request_ranks_its_recording_commit_then_the_merges(tmp_path: Path) -> None:
     """History with merge commits: the first-parent chain holds merges (their files
     against the branch's previous state); the PR's own commit recorded the rows."""

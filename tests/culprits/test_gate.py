@@ -76,6 +76,7 @@ def test_slower_kernel_fails_naming_its_commit_first(
     assert finding["culprits"][0]["role"] == "recorded"
 
 
+@pytest.mark.heavy
 def test_unrelated_commit_after_the_change_is_not_ranked_first(repo: LigerRepo) -> None:
     shas = slower_pr(repo)
     later = repo.commit({f"{OPS}/utils.py": "def calculate_settings(): 2\n"}, "utils again (#5)")
@@ -85,6 +86,7 @@ def test_unrelated_commit_after_the_change_is_not_ranked_first(repo: LigerRepo) 
     assert ranked[1:] == [later, shas["utils"]]
 
 
+@pytest.mark.heavy
 def test_clean_pr_passes(repo: LigerRepo, capsys: pytest.CaptureFixture[str]) -> None:
     repo.commit(
         {

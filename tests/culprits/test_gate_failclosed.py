@@ -62,6 +62,7 @@ def test_rejected_liger_rows_fail_closed_with_their_reasons(
     assert "**could not judge**" in result.comment and "head row(s) rejected" in result.comment
 
 
+@pytest.mark.heavy
 def test_rejected_baseline_rows_are_counted_but_do_not_fail(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -177,6 +178,7 @@ def test_max_rows_stops_with_exit_4(
     assert "could not judge" in result.comment
 
 
+@pytest.mark.heavy
 def test_timeout_stops_with_exit_5(
     repo: LigerRepo,
     tmp_path: Path,

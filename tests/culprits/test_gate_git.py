@@ -94,6 +94,7 @@ def test_out_of_range_rows_are_skipped_on_import(
     assert "out of range (above 1e9): '1e308'" in captured.err
 
 
+@pytest.mark.heavy
 def test_a_history_with_zero_findings_does_not_crash(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -141,6 +142,7 @@ def test_swapped_refs_are_a_usage_error(
     assert "is behind --base" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_a_diverged_head_warns(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -169,6 +171,7 @@ def test_commits_merged_after_the_later_session_go_last(
     assert ranked == [(early, "imported"), (late, "late")]
 
 
+@pytest.mark.heavy
 def test_first_culprit_column_is_filled(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -34,6 +34,7 @@ def secret(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.heavy
 def test_planted_comment_link_is_replaced_never_written_through(
     repo: LigerRepo, tmp_path: Path, secret: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -121,6 +122,7 @@ def test_a_fifo_in_the_work_tree_is_refused_without_blocking(
     assert result.code == 3 and "pipe.csv: not a regular file: not read" in result.out
 
 
+@pytest.mark.heavy
 def test_a_newline_in_a_name_cannot_start_a_workflow_command(
     repo: LigerRepo,
     tmp_path: Path,
@@ -139,6 +141,7 @@ def test_a_newline_in_a_name_cannot_start_a_workflow_command(
     assert "\u202e" not in result.comment and "\n::error" not in result.comment
 
 
+@pytest.mark.heavy
 def test_mentions_links_and_html_in_subjects_are_inert(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -121,6 +121,7 @@ def test_medians_leave_and_come_back_and_shifts_stay() -> None:
             assert ((back * (1 + row["change"]) - 1).abs() < 2e-3).all(), row
 
 
+@pytest.mark.heavy
 def test_zero_spread_and_noise_levels_vary_by_history(long: Corpus) -> None:
     notes = long.truth.filter(pl.col("effect") == "changepoint")["note"].unique().to_list()
     assert any("zero spread" in n for n in notes) and any("spread reported" in n for n in notes)

@@ -85,6 +85,7 @@ def test_realistic_corpus_shifts_as_many_sittings(realistic: Calibration) -> Non
     assert abs(_value(realistic, "shifted_share") - REAL["shifted_share"]) <= SHARE_TOLERANCE
 
 
+@pytest.mark.heavy
 def test_realistic_corpus_takes_single_samples_of_slow_kernels(realistic: Calibration) -> None:
     shares = {b.upper_ms: b.single_share for b in realistic.bins}
     for upper, share in REAL_SINGLE.items():

@@ -199,6 +199,7 @@ def test_configs_the_sweep_suffix_cannot_separate_get_a_hash() -> None:
     ]
 
 
+@pytest.mark.heavy
 def test_real_slugs_are_collision_free_within_a_kernel(real: ImportResult) -> None:
     result = real
     seen: dict[tuple[str, str], set[str]] = {}

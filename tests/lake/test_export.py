@@ -40,6 +40,7 @@ def exported(database: duckdb.DuckDBPyConnection, tmp_path_factory: pytest.TempP
     return out
 
 
+@pytest.mark.heavy
 def test_runs_are_partitioned_by_gpu_then_kernel(
     database: duckdb.DuckDBPyConnection, exported: Path
 ) -> None:

@@ -90,6 +90,7 @@ def test_loading_a_batch_twice_finds_it_already_present(
     assert second.rejected == first.rejected
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("kinds", [("drop",), ("key",), ("number",)])
 def test_sweep_of_every_path(kinds: tuple[str, ...], tmp_path: Path) -> None:
     """Each mutation of each path of the seed, between two valid documents."""

@@ -85,6 +85,7 @@ def test_read_equals_loaded_plus_present_plus_rejected(
     assert s.read == s.loaded + s.already_present + s.rejected == 6
 
 
+@pytest.mark.heavy
 def test_interrupted_load_leaves_nothing(
     tmp_path: Path, con: duckdb.DuckDBPyConnection, seed: Callable[[], Doc]
 ) -> None:

@@ -85,6 +85,7 @@ def _meta(path: Path) -> str:
         return str(con.execute("SELECT value FROM kiana_meta").fetchall()[0][0])
 
 
+@pytest.mark.heavy
 def test_a_schema_2_database_is_migrated_to_what_a_fresh_load_writes(old: Path) -> None:
     con = kiana.load.connect(old)
     try:

@@ -77,6 +77,7 @@ def _eligible(path: Path, limits: LoadLimits = DEFAULT_LIMITS) -> bool:
     return native.eligible(item, limits)
 
 
+@pytest.mark.heavy
 def test_clean_file_takes_the_duckdb_reader_and_matches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,6 +23,7 @@ def _oversized(n: int) -> str:
     return json.dumps(doc)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
 def test_oversized_jsonl_line_is_rejected_and_its_neighbours_load(
     suffix: str, tmp_path: Path
@@ -39,6 +40,7 @@ def test_oversized_jsonl_line_is_rejected_and_its_neighbours_load(
     assert "16 MiB" in reason
 
 
+@pytest.mark.heavy
 def test_oversized_json_file_is_rejected_with_a_reason(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_text(_oversized(1))

@@ -118,6 +118,7 @@ def test_sweep_spec_is_the_altair_spec(hostile: bool, threshold: float | None, t
     _same(spec, _altair(kiana.charts.sweep(steps, row, threshold=threshold, title=title)))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("hostile", [False, True])
 @pytest.mark.parametrize("max_rows", [1, 150])
 def test_speedup_spec_is_the_altair_spec(hostile: bool, max_rows: int) -> None:
@@ -328,6 +329,7 @@ def test_speedup_map_marks_say_what_they_are() -> None:
     assert (row["below_1x"], row["workloads"]) == (1, 4) and row["worst"] == pytest.approx(1 / 1.2)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("hostile", [False, True])
 def test_speedup_map_has_every_row_selects_and_fits(hostile: bool) -> None:
     """Every row (no cap unless asked), a kernel and a GPU select filtering the marks,

@@ -38,6 +38,7 @@ def _json_blocks(html: str) -> list[str]:
     return re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html, re.S)
 
 
+@pytest.mark.heavy
 def test_page_is_self_contained(page: str) -> None:
     assert page.count("window.vegaEmbed=") == 1  # the bundle, once
     assert not re.search(
@@ -59,6 +60,7 @@ def test_page_holds_findings_and_charts(page: str) -> None:
     assert "0.50×" in page  # the flip below 1x in the speedup table
 
 
+@pytest.mark.heavy
 def test_hostile_page_escapes_everything(hostile_page: str) -> None:
     body = hostile_page.split("<body>", 1)[1]
     body = body.rsplit("<script>", 2)[0]  # drop the bundle and kiana's script
@@ -71,6 +73,7 @@ def test_hostile_page_escapes_everything(hostile_page: str) -> None:
     assert "&lt;/script&gt;&lt;script&gt;alert(4)" in hostile_page
 
 
+@pytest.mark.heavy
 def test_chart_api_on_hand_made_frames() -> None:
     runs, steps, findings = sample_runs(), sample_steps(), sample_findings()
     row = findings.row(0, named=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 import kiana
 from kiana.report import charts, frames
@@ -17,6 +18,7 @@ def _analysis(tmp_path: Path) -> kiana.Analysis:
     return kiana.analyze(session_database(tmp_path))
 
 
+@pytest.mark.heavy
 def test_a_same_label_regression_is_found_between_two_sessions(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path)
     top = analysis.listed().row(0, named=True)
@@ -54,6 +56,7 @@ def test_the_step_joins_the_findings_sessions(tmp_path: Path) -> None:
     assert {"session", "version"} <= tooltip
 
 
+@pytest.mark.heavy
 def test_a_version_step_shades_the_last_session_before_the_next_label(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path)
     order = frames.point_order(

@@ -230,6 +230,7 @@ def test_a_read_only_database_is_never_written(tmp_path: Path, history_docs: lis
     assert _tables(path) == before
 
 
+@pytest.mark.heavy
 def test_an_in_memory_database_stores_nothing(tiny_docs: list[Any]) -> None:
     con = kiana.load.connect(None)
     kiana.load.load_documents(con, tiny_docs)

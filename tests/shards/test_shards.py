@@ -89,6 +89,7 @@ def test_a_baseline_that_some_gpus_lack(history: duckdb.DuckDBPyConnection) -> N
     assert_same(judge_all(history, options, max_runs=1), judge_all(history, options))
 
 
+@pytest.mark.heavy
 def test_a_baseline_no_gpu_has_is_a_usage_error(history: duckdb.DuckDBPyConnection) -> None:
     with pytest.raises(kiana.UsageError, match="not a version in the data"):
         judge_all(history, JudgeOptions(baseline="9.9.9"), max_runs=1)

@@ -109,6 +109,7 @@ def sweep_history(
     return rows
 
 
+@pytest.mark.heavy
 def test_the_workload_component_is_measured_not_assumed() -> None:
     calm = judge(frame(sweep_history(0.0002))).steps
     noisy = judge(frame(sweep_history(0.01))).steps
@@ -125,6 +126,7 @@ def test_scales_lie_on_the_grid_and_survive_a_round_trip() -> None:
     assert again.frame.equals(cal.frame)
 
 
+@pytest.mark.heavy
 def test_judging_with_a_given_calibration_uses_it() -> None:
     runs = frame(sweep_history(0.01))
     cal = calibrate(runs)

@@ -70,6 +70,7 @@ def test_a_slow_creep_of_sub_threshold_steps_is_caught() -> None:
     assert (cps["change"] > 0.03).all()
 
 
+@pytest.mark.heavy
 def test_a_one_off_outlier_is_not_a_change_point() -> None:
     rng = np.random.default_rng(1)
     medians = [100.0 * (1 + rng.normal(0, 0.002)) for _ in range(14)]

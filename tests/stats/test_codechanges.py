@@ -70,6 +70,7 @@ def test_a_changed_benchmark_sets_the_control_aside() -> None:
     assert steps["benchmark_changed"].all() and steps["control_provider"].is_null().all()
 
 
+@pytest.mark.heavy
 def test_the_gpu_wide_fallback_is_set_aside_too() -> None:
     liger = sweep_rows([0.10] * 3, spread=0.005, kernel="solo")
     others = [dict(r, kernel="other", partition_id="o" + str(r["partition_id"]))

@@ -58,6 +58,7 @@ def test_cross_entropy_stays_an_improvement(pass_: str) -> None:
     assert row["workloads_affected"] == row["workloads_total"] == 4
 
 
+@pytest.mark.heavy
 def test_nothing_on_the_real_csvs_is_drift_below_the_threshold() -> None:
     drift = judged().findings.filter(pl.col("verdict") == "drift")
     assert (drift["change"].abs() >= 0.03).all()

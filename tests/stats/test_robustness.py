@@ -54,6 +54,7 @@ def test_one_run_series(tmp_path: Path) -> None:
     assert (result.steps.height, result.findings.height, result.changepoints.height) == (0, 0, 0)
 
 
+@pytest.mark.heavy
 def test_all_zero_spreads_and_a_small_change_is_not_a_regression(tmp_path: Path) -> None:
     docs = _series(["0.4.0", "0.5.0"], [100_000, 101_000], spread=0.0)
     docs += _series(["0.4.0", "0.5.0"], [200_000, 200_000], spread=0.0, provider="torch")

@@ -28,6 +28,7 @@ def test_runs_within_the_gap_are_one_session_beyond_it_two() -> None:
     assert judge(frame(far)).steps.height == 1
 
 
+@pytest.mark.heavy
 def test_origins_split_sessions() -> None:
     # Two files a minute apart are two sessions, and the same code measured twice: an
     # A/A pair (kiana.stats.reruns), a noise measurement rather than a step.

@@ -85,6 +85,7 @@ def test_slower_with_less_memory_is_a_tradeoff_too() -> None:
     assert row["kind"] == "slower, less memory"
 
 
+@pytest.mark.heavy
 def test_a_tradeoff_needs_the_same_sittings() -> None:
     # KTO in Liger's history: 61% faster at +4% memory in one sitting.  The same memory
     # move measured in another sitting (days later) is no trade-off of that PR.
