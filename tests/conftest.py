@@ -62,6 +62,15 @@ def run_kiana(
 pytest_plugins = ["tests.quickloop"]  # the quick loop's 3 s rule
 
 
+@pytest.fixture(scope="module")
+def data() -> Iterator[duckdb.DuckDBPyConnection]:
+    """``data/`` loaded into an in-memory database, one per test module."""
+    con = kiana.load.connect(None)
+    kiana.load.load(con, [ROOT / "data"])
+    yield con
+    con.close()
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """One headless Chromium (``tests/browser.py``) for every browser test of the run:

@@ -11,6 +11,8 @@ import pytest
 
 from kiana.harness import LIGER
 
+pytestmark = pytest.mark.heavy  # every test here is over the quick loop's budget
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -22,7 +24,6 @@ def notebook_snippet() -> str:
     return str(blocks[0])
 
 
-@pytest.mark.heavy
 def test_the_readme_snippet_runs_from_the_repository_root(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

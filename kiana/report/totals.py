@@ -26,6 +26,7 @@ shards equal to the page of one.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -148,22 +149,10 @@ def bounded(analysis: Analysis, options: ReportOptions) -> tuple[Judgement, pl.D
     metrics they chart, and the :class:`Totals` of every shard.  Through
     :class:`~kiana.shards.Judged`'s own readers (``runs()``, ``steps()``,
     ``steps_of``), so a judgement on disk or stored in the database reads the same."""
-    from kiana.stats import Judgement
-
     judged = analysis.judged
     charted = charted_findings(sort_findings(analysis.findings), options)
     steps = analysis.steps_of(charted)
-    judgement = Judgement(
-        steps=steps,
-        findings=analysis.findings,
-        changepoints=judged.changepoints,
-        versions=judged.versions,
-        runs_judged=judged.runs_judged,
-        coverage=judged.coverage,
-        quality=judged.quality,
-        tradeoffs=judged.tradeoffs,
-        calibration=judged.calibration,
-    )
+    judgement = dataclasses.replace(judged.judgement(steps), findings=analysis.findings)
     counted = sum(frame.height for frame in judged.steps())
     known, kept = _totals(judged.runs, counted, chart_scopes(steps, charted))
     return judgement, _concat(kept), known

@@ -259,10 +259,11 @@ class Judged:
         ]
         return _collect(frames)
 
-    def judgement(self) -> Judgement:
-        """One :class:`~kiana.stats.Judgement` of every shard (every step in memory)."""
+    def judgement(self, steps: pl.DataFrame | None = None) -> Judgement:
+        """One :class:`~kiana.stats.Judgement` of every shard: with every step in memory,
+        or with ``steps`` (those of some findings: :meth:`steps_of`)."""
         return Judgement(
-            steps=self.every_step(),
+            steps=self.every_step() if steps is None else steps,
             findings=self.findings,
             changepoints=self.changepoints,
             versions=self.versions,

@@ -12,7 +12,10 @@ import pytest
 from kiana.cli import main
 from tests.culprits.test_culprits import CSV, OPS, LigerRepo, csv_text, liger_repo, rows
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+    pytest.mark.heavy,  # every test here imports a git history
+]
 
 
 @pytest.fixture
@@ -23,7 +26,6 @@ def loaded(tmp_path: Path) -> tuple[LigerRepo, dict[str, str], Path]:
     return repo, shas, db
 
 
-@pytest.mark.heavy
 def test_table_shows_the_top_culprits(
     loaded: tuple[LigerRepo, dict[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -37,7 +39,6 @@ def test_table_shows_the_top_culprits(
     assert shas["swiglu"][:12] not in out
 
 
-@pytest.mark.heavy
 def test_json_lists_every_culprit_or_the_git_log_hint(
     loaded: tuple[LigerRepo, dict[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -60,7 +61,6 @@ def test_json_lists_every_culprit_or_the_git_log_hint(
     assert "culprits" not in hinted["steps"][0]
 
 
-@pytest.mark.heavy
 def test_git_that_is_not_a_repository_is_a_usage_error(
     loaded: tuple[LigerRepo, dict[str, str], Path],
     tmp_path: Path,
@@ -73,7 +73,6 @@ def test_git_that_is_not_a_repository_is_a_usage_error(
     assert "not a git repository" in capsys.readouterr().err
 
 
-@pytest.mark.heavy
 def test_report_links_each_pull_request_and_escapes_subjects(tmp_path: Path) -> None:
     repo = LigerRepo(tmp_path / "Liger-Kernel")
     repo.commit(

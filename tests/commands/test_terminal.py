@@ -16,6 +16,8 @@ import pytest
 from kiana.documents import Gpu, RunSpec, build_document
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.heavy  # every test here is over the quick loop's budget
+
 LIGER = ROOT.parent / "shared" / "liger"
 H100 = Gpu("nvidia", "NVIDIA H100", "80GB HBM3", "sm_90", "NVIDIA H100 80GB HBM3")
 LONG = "fused_linear_cross_entropy_with_a_very_long_name"
@@ -70,7 +72,6 @@ def _widest(text: str) -> int:
     return max(len(line) for line in text.splitlines())
 
 
-@pytest.mark.heavy
 @pytest.mark.parametrize("columns", [120, 80, 60])
 def test_findings_fit_the_terminal_and_keep_names_whole(made: Path, columns: int) -> None:
     done = kiana("regressions", "--db", str(made), columns=columns)
@@ -83,7 +84,6 @@ def test_findings_fit_the_terminal_and_keep_names_whole(made: Path, columns: int
     assert "0.8.0 (2025-03-01) → 0.8.0 (2025-03-21)" in done.stdout
 
 
-@pytest.mark.heavy
 def test_a_hostile_name_is_one_inert_line(made: Path) -> None:
     done = kiana("regressions", "--db", str(made), "--steps")
     assert done.returncode == 0, done.stderr
@@ -91,7 +91,6 @@ def test_a_hostile_name_is_one_inert_line(made: Path) -> None:
     assert "rms_norm\\n::error file=README.md::safe" in done.stdout
 
 
-@pytest.mark.heavy
 def test_wide_puts_each_finding_on_one_line(made: Path) -> None:
     done = kiana("regressions", "--db", str(made), "--wide", columns=60)
     assert done.returncode == 0, done.stderr
@@ -100,7 +99,6 @@ def test_wide_puts_each_finding_on_one_line(made: Path) -> None:
     assert all("the sweep moved" in r or "workload" in r for r in rows)  # evidence inline
 
 
-@pytest.mark.heavy
 def test_partitions_fit_the_terminal(made: Path) -> None:
     done = kiana("partitions", "--db", str(made), columns=80)
     assert done.returncode == 0, done.stderr
@@ -112,7 +110,6 @@ def test_partitions_fit_the_terminal(made: Path) -> None:
     assert len(wide.stdout.splitlines()) == 1 + 8 + 1  # header, one line each, the count
 
 
-@pytest.mark.heavy  # imports Liger's real CSVs (~10 s)
 @pytest.mark.skipif(not LIGER.is_dir(), reason=f"Liger's real CSVs are not at {LIGER}")
 def test_real_liger_findings_at_120_columns(tmp_path: Path) -> None:
     db = tmp_path / "liger.duckdb"

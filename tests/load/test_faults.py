@@ -23,6 +23,8 @@ import pytest
 
 from tests import reliability as rel
 
+pytestmark = pytest.mark.heavy  # every test here is over the quick loop's budget
+
 SEEDS = rel.ROOT / "data" / "seeds"
 
 
@@ -68,7 +70,6 @@ def _kill_many(tmp: Path, count: int, batch: int, kills: int, seed: int) -> list
     return results
 
 
-@pytest.mark.heavy
 def test_killed_load_leaves_all_or_nothing_and_reruns_to_the_same_tables(
     tmp_path: Path,
 ) -> None:
@@ -77,14 +78,12 @@ def test_killed_load_leaves_all_or_nothing_and_reruns_to_the_same_tables(
     assert all(r.rerun_matches for r in results)
 
 
-@pytest.mark.heavy
 def test_many_kills_at_random_points(tmp_path: Path) -> None:
     results = _kill_many(tmp_path, 1500, 100, kills=10, seed=2)
     assert [r for r in results if r.state == "broken" or not r.rerun_matches] == []
     assert sum(r.killed for r in results) >= 5  # most kills landed mid-load
 
 
-@pytest.mark.heavy
 def test_two_loads_at_once_one_waits_or_fails_clearly(tmp_path: Path) -> None:
     corpus = rel.write_corpus(tmp_path / "corpus.jsonl", 400)
     db = tmp_path / "k.duckdb"
@@ -125,7 +124,6 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-@pytest.mark.heavy
 def test_full_disk_is_a_clear_error_and_the_database_survives(
     small_tmpfs: Path, tmp_path: Path
 ) -> None:
@@ -146,7 +144,6 @@ def _limit_file_size() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, 2 << 20))
 
 
-@pytest.mark.heavy
 def test_file_size_limit_is_a_clear_error_and_the_database_survives(tmp_path: Path) -> None:
     db = tmp_path / "k.duckdb"
     assert rel.kiana("load", str(SEEDS), "--db", str(db), "-q").returncode == 0

@@ -39,6 +39,8 @@ from tests.conftest import LAYER_NORM, ROOT
 
 #: The columns of ``runs`` in schema version 2, in their order (``version`` was
 #: ``liger_version``).
+pytestmark = pytest.mark.heavy  # every test here is over the quick loop's budget
+
 SCHEMA_2_RUNS = (
     'run_id, partition_id, family, kernel, "pass", provider, workload, gpu, vendor, product, '
     "form_factor, architecture, version AS liger_version, observed_at, status, metric, unit, "
@@ -157,7 +159,6 @@ def digests(work: Path) -> dict[str, tuple[int, str]]:
         con.close()
 
 
-@pytest.mark.heavy
 def test_every_table_is_what_the_loader_before_the_split_wrote(tmp_path: Path) -> None:
     assert digests(tmp_path) == EXPECTED
 

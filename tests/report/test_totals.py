@@ -84,14 +84,6 @@ def test_speedups_of_a_shard_are_ranked_by_every_shard() -> None:
 
 
 @pytest.fixture(scope="module")
-def data() -> Iterator[duckdb.DuckDBPyConnection]:
-    con = kiana.load.connect(None)
-    kiana.load.load(con, [ROOT / "data"])
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
     """A generated corpus on several GPUs, with memory rows and a long history."""
     root: Path = tmp_path_factory.mktemp("generated")

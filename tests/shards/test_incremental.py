@@ -24,6 +24,8 @@ from kiana.shards.stored import StoredJudged
 from kiana.stats import JudgeOptions, calfit
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.heavy  # every test here is over the quick loop's budget
+
 OPTIONS = JudgeOptions()
 
 
@@ -97,31 +99,26 @@ def _split(docs: list[dict[str, Any]], *shares: float) -> list[list[dict[str, An
     return [docs[a:b] for a, b in itertools.pairwise(cuts)]
 
 
-@pytest.mark.heavy
 def test_data_newest_last(db: duckdb.DuckDBPyConnection, data_docs: list[Any]) -> None:
     parts = _split(data_docs, 0.8, 0.95)
     load_and_check(db, parts, ["judged in full", "stored judgement updated", "stored"])
 
 
-@pytest.mark.heavy
 def test_data_an_older_part_last(db: duckdb.DuckDBPyConnection, data_docs: list[Any]) -> None:
     older, newer = _split(data_docs, 0.3)
     load_and_check(db, [newer, older], ["judged in full", "stored judgement updated"])
 
 
-@pytest.mark.heavy
 def test_history_in_three_loads(db: duckdb.DuckDBPyConnection, history_docs: list[Any]) -> None:
     parts = _split(history_docs, 0.6, 0.8, 0.97)
     notes = ["judged in full", *["stored judgement updated"] * 3]
     load_and_check(db, parts, notes)
 
 
-@pytest.mark.heavy
 def test_history_one_load_added(db: duckdb.DuckDBPyConnection, history_docs: list[Any]) -> None:
     load_and_check(db, _split(history_docs, 0.9), ["judged in full", "stored judgement updated"])
 
 
-@pytest.mark.heavy
 def test_a_current_judgement_is_read(db: duckdb.DuckDBPyConnection, tiny_docs: list[Any]) -> None:
     kiana.load.load_documents(db, tiny_docs)
     first = judge_all(db, OPTIONS)
@@ -130,7 +127,6 @@ def test_a_current_judgement_is_read(db: duckdb.DuckDBPyConnection, tiny_docs: l
     assert_frame_equal(again.findings, first.findings)
 
 
-@pytest.mark.heavy
 def test_full_judges_everything_again(
     db: duckdb.DuckDBPyConnection, history_docs: list[Any]
 ) -> None:
@@ -143,7 +139,6 @@ def test_full_judges_everything_again(
     assert_same(full, judge_all(db, OPTIONS, full=True, store=False))
 
 
-@pytest.mark.heavy
 def test_other_options_are_judged_again(
     db: duckdb.DuckDBPyConnection, history_docs: list[Any]
 ) -> None:
@@ -163,7 +158,6 @@ def small_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(calfit, "FULL_STEPS", 100)
 
 
-@pytest.mark.heavy
 @pytest.mark.usefixtures("small_prefix")
 def test_newest_sessions_are_spliced(
     db: duckdb.DuckDBPyConnection, history_docs: list[Any]
@@ -174,7 +168,6 @@ def test_newest_sessions_are_spliced(
     load_and_check(db, _split(history_docs, 0.97), ["judged in full", spliced])
 
 
-@pytest.mark.heavy
 @pytest.mark.usefixtures("small_prefix")
 def test_a_calibration_change_then_spliced_then_older(
     db: duckdb.DuckDBPyConnection, history_docs: list[Any]
@@ -202,7 +195,6 @@ def _tables(path: Path) -> dict[str, int]:
     return {str(name): int(size) for name, size in rows} | {str(k): len(str(v)) for k, v in meta}
 
 
-@pytest.mark.heavy
 def test_a_read_only_database_is_never_written(tmp_path: Path, history_docs: list[Any]) -> None:
     """Read-only: the stored judgement is read when current; when a load came since, the
     runs are judged in memory (equal to the full judgement) and nothing is written."""
@@ -230,7 +222,6 @@ def test_a_read_only_database_is_never_written(tmp_path: Path, history_docs: lis
     assert _tables(path) == before
 
 
-@pytest.mark.heavy
 def test_an_in_memory_database_stores_nothing(tiny_docs: list[Any]) -> None:
     con = kiana.load.connect(None)
     kiana.load.load_documents(con, tiny_docs)
@@ -239,7 +230,6 @@ def test_an_in_memory_database_stores_nothing(tiny_docs: list[Any]) -> None:
     assert not store.exists(con)
 
 
-@pytest.mark.heavy
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_the_gate_never_writes_a_judgement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate judges in a database of its own, in memory: nothing of the store is
@@ -258,7 +248,6 @@ def test_the_gate_never_writes_a_judgement(tmp_path: Path, monkeypatch: pytest.M
     assert result.exit_code == 1 and result.regressions.height == 1
 
 
-@pytest.mark.heavy
 def test_regressions_stores_and_reads_while_another_process_reads(
     tmp_path: Path, history_docs: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

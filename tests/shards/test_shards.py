@@ -25,14 +25,6 @@ EXACT = JudgeOptions()
 
 
 @pytest.fixture(scope="module")
-def data() -> Iterator[duckdb.DuckDBPyConnection]:
-    con = kiana.load.connect(None)
-    kiana.load.load(con, [ROOT / "data"])
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
     """A generated corpus with two long histories (30-100 sessions, outliers, shifts)."""
     root = tmp_path_factory.mktemp("history")

@@ -16,6 +16,8 @@ from kiana.load.judged import judged_runs
 from kiana.stats import Judgement, calibrate, judge
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.heavy  # every test here is over the quick loop's budget
+
 
 @cache
 def bundled() -> tuple[pl.DataFrame, Judgement]:
@@ -45,19 +47,16 @@ def gpus() -> list[str]:
     return sorted(bundled()[0]["gpu"].unique().to_list())
 
 
-@pytest.mark.heavy
 def test_two_gpus_are_judged_alone_as_together() -> None:
     for gpu in gpus()[:2]:
         check(gpu)
 
 
-@pytest.mark.heavy
 def test_every_gpu_is_judged_alone_as_together() -> None:
     for gpu in gpus()[2:]:
         check(gpu)
 
 
-@pytest.mark.heavy
 def test_the_calibration_of_one_gpu_is_its_own() -> None:
     runs, _ = bundled()
     gpu = gpus()[0]
