@@ -148,20 +148,24 @@ class Counts:
         """``10 regression, 12 improvement, 10 drift, 6 inconclusive, 293 unchanged``."""
         return ", ".join(f"{n:,} {v}" for v, n in self.verdicts.items())
 
+    def not_listed(self) -> str:
+        """What is not listed by default, ``296 unchanged, 2 drift`` ('' for nothing)."""
+        return ", ".join(f"{n:,} {why}" for why, n in self.unlisted.items() if n)
+
+    def folded_clause(self, note: str) -> str:
+        """``; 9 baseline drift folded into the findings they explain (NOTE)``, or ''."""
+        if not self.folded:
+            return ""
+        return f"; {self.folded:,} baseline drift folded into the findings they explain ({note})"
+
     def sentence(self) -> str:
         """The counts in one line, saying what is folded and what is not listed."""
         if self.findings == 0:
             return "0 findings"
         text = f"{self.own:,} findings: {self.tally()}"
-        unlisted = ", ".join(f"{n:,} {why}" for why, n in self.unlisted.items() if n)
-        if unlisted:
+        if unlisted := self.not_listed():
             text += f"; not listed by default: {unlisted}"
-        if self.folded:
-            text += (
-                f"; {self.folded:,} baseline drift folded into the findings they explain "
-                "(not counted again)"
-            )
-        return text
+        return text + self.folded_clause("not counted again")
 
 
 def count_findings(findings: pl.DataFrame) -> Counts:

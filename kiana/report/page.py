@@ -170,14 +170,9 @@ def listed_text(counts: Counts) -> Html:
     """What the table lists by default and what it does not, in the words and numbers
     of ``kiana regressions`` (:class:`kiana.pipeline.Counts`)."""
     text = "By default the table lists what kiana regressions lists"
-    unlisted = ", ".join(f"{n:,} {why}" for why, n in counts.unlisted.items() if n)
-    if unlisted:
+    if unlisted := counts.not_listed():
         text += f"; not listed: {unlisted} (verdict 'all' shows them)"
-    if counts.folded:
-        text += (
-            f"; {counts.folded:,} baseline drift folded into the findings they explain "
-            "(named in their evidence, not counted again)"
-        )
+    text += counts.folded_clause("named in their evidence, not counted again")
     return esc(text + ".")
 
 
