@@ -8,7 +8,10 @@ import io
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -22,7 +25,7 @@ from kiana.culprits.rank import origin_commit, rank
 from kiana.importers.git import import_git
 from kiana.importers.rows import COLUMNS
 from kiana.load.judged import judged_runs
-from kiana.stats import judge
+from kiana.stats import Judgement, judge
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -131,27 +134,38 @@ def liger_repo(path: Path) -> tuple[LigerRepo, dict[str, str]]:
     return repo, shas
 
 
+@dataclass(frozen=True)
+class Imported:
+    """:func:`liger_repo` imported from its git history into ``con``, judged on demand."""
+
+    repo: LigerRepo
+    shas: dict[str, str]
+    con: duckdb.DuckDBPyConnection
+
+    @cached_property
+    def judgement(self) -> Judgement:
+        return judge(judged_runs(self.con))
+
+
+def liger_row(frame: pl.DataFrame) -> dict[str, Any]:
+    """The first row of provider ``liger`` in ``frame``."""
+    return frame.filter(pl.col("provider") == "liger").row(0, named=True)
+
+
 @pytest.fixture
-def repo(tmp_path: Path) -> tuple[LigerRepo, dict[str, str]]:
-    return liger_repo(tmp_path / "Liger-Kernel")
-
-
-def judged(path: Path) -> tuple[duckdb.DuckDBPyConnection, pl.DataFrame]:
+def imported(tmp_path: Path) -> Imported:
+    repo, shas = liger_repo(tmp_path / "Liger-Kernel")
     con = kiana.connect()
-    kiana.load.load_documents(con, import_git(path).result.documents)
-    return con, judge(judged_runs(con)).findings
+    kiana.load.load_documents(con, import_git(repo.path).result.documents)
+    return Imported(repo, shas, con)
 
 
 @pytest.mark.heavy
-def test_provenance_names_the_commit_and_file_of_every_run(
-    repo: tuple[LigerRepo, dict[str, str]],
-) -> None:
-    git_repo, shas = repo
-    con, _ = judged(git_repo.path)
-    frame = provenance(con)
+def test_provenance_names_the_commit_and_file_of_every_run(imported: Imported) -> None:
+    frame = provenance(imported.con)
     assert frame.columns == ["run_id", "liger_commit", "liger_csv"]
-    assert frame.height == kiana.runs(con).height == 16
-    assert set(frame["liger_commit"]) == {shas["base"], shas["pr"]}
+    assert frame.height == kiana.runs(imported.con).height == 16
+    assert set(frame["liger_commit"]) == {imported.shas["base"], imported.shas["pr"]}
     assert set(frame["liger_csv"]) == {CSV}
 
 
@@ -164,13 +178,10 @@ def test_provenance_of_documents_without_labels_is_null(tmp_path: Path) -> None:
 
 
 @pytest.mark.heavy
-def test_recording_commit_ranks_first_then_imported_module(
-    repo: tuple[LigerRepo, dict[str, str]],
-) -> None:
-    git_repo, shas = repo
-    _, findings = judged(git_repo.path)
-    found = annotate(findings, git_repo.path)
-    liger = found.filter(pl.col("provider") == "liger").row(0, named=True)
+def test_recording_commit_ranks_first_then_imported_module(imported: Imported) -> None:
+    shas = imported.shas
+    found = annotate(imported.judgement.findings, imported.repo.path)
+    liger = liger_row(found)
     assert liger["verdict"] == "regression"
     culprits = liger["culprits"]
     assert [c["commit"] for c in culprits] == [shas["pr"], shas["utils"]]
@@ -190,12 +201,8 @@ def test_recording_commit_ranks_first_then_imported_module(
 
 
 @pytest.mark.heavy
-def test_without_a_repository_the_window_and_command(
-    repo: tuple[LigerRepo, dict[str, str]],
-) -> None:
-    git_repo, _ = repo
-    _, findings = judged(git_repo.path)
-    liger = annotate(findings).filter(pl.col("provider") == "liger").row(0, named=True)
+def test_without_a_repository_the_window_and_command(imported: Imported) -> None:
+    liger = liger_row(annotate(imported.judgement.findings))
     assert liger["culprits"] is None
     assert (liger["culprits_since"], liger["culprits_until"]) == (
         "2025-01-01T00:00:00Z",
@@ -211,27 +218,22 @@ def test_without_a_repository_the_window_and_command(
 
 @pytest.mark.heavy
 def test_a_commit_the_repository_lacks_falls_back_to_the_window(
-    repo: tuple[LigerRepo, dict[str, str]], tmp_path: Path
+    imported: Imported, tmp_path: Path
 ) -> None:
-    git_repo, _ = repo
-    _, findings = judged(git_repo.path)
     other = LigerRepo(tmp_path / "other")
     other.commit({"README.md": "x\n"}, "unrelated")
-    liger = annotate(findings, other.path).filter(pl.col("provider") == "liger").row(0, named=True)
+    liger = liger_row(annotate(imported.judgement.findings, other.path))
     assert liger["culprits"] is None
     assert "--since=2025-01-01T00:00:00Z" in liger["culprits_command"]
 
 
 @pytest.mark.heavy
-def test_steps_carry_the_same_culprits(repo: tuple[LigerRepo, dict[str, str]]) -> None:
-    git_repo, shas = repo
-    con = kiana.connect()
-    kiana.load.load_documents(con, import_git(git_repo.path).result.documents)
-    steps = annotate(judge(judged_runs(con)).steps, git_repo.path)
+def test_steps_carry_the_same_culprits(imported: Imported) -> None:
+    steps = annotate(imported.judgement.steps, imported.repo.path)
     liger = steps.filter(pl.col("provider") == "liger")
     assert liger.height == len(WORKLOADS)
-    assert {row[0]["commit"] for row in liger["culprits"].to_list()} == {shas["pr"]}
-    hints = annotate(judge(judged_runs(con)).steps, lists=False)
+    assert {row[0]["commit"] for row in liger["culprits"].to_list()} == {imported.shas["pr"]}
+    hints = annotate(imported.judgement.steps, lists=False)
     assert "culprits" not in hints.columns and hints["culprits_command"].null_count() == 4
 
 
