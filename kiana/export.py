@@ -35,7 +35,15 @@ import duckdb
 from kiana._version import __version__
 from kiana.errors import DatabaseError, InputError
 
-__all__ = ["MANIFEST", "PARTITION_BY", "TABLES", "Exported", "connect_parquet", "export_parquet"]
+__all__ = [
+    "MANIFEST",
+    "PARTITION_BY",
+    "TABLES",
+    "Exported",
+    "Written",
+    "connect_parquet",
+    "export_parquet",
+]
 
 #: The tables exported, in this order; ``runs`` is partitioned, the rest single files.
 TABLES: tuple[str, ...] = (
@@ -58,11 +66,17 @@ FORMAT_1 = "kiana-parquet/1"
 
 
 @dataclass(frozen=True)
-class Exported:
-    """What :func:`export_parquet` wrote: the folder and the rows per table."""
+class Written:
+    """A folder of Parquet tables that kiana wrote, and the rows it wrote per table."""
 
     path: Path
     rows: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Exported(Written):
+    """What :func:`export_parquet` wrote: the folder, the rows per table, the files."""
+
     files: int
     writer: str  #: the name of this database's files in the lake
 

@@ -28,6 +28,7 @@ from typing import Literal
 import polars as pl
 
 from kiana.errors import InputError
+from kiana.export import Written
 from kiana.lake.tables import TABLES, conform
 from kiana.shards import merge_coverage, order_findings
 from kiana.stats import Coverage, JudgeOptions
@@ -39,11 +40,9 @@ COVERAGE = "coverage.json"
 
 
 @dataclass(frozen=True)
-class LakeJudged:
+class LakeJudged(Written):
     """What :func:`judge_lake` wrote: the folder, rows per table, GPUs judged, coverage."""
 
-    path: Path
-    rows: dict[str, int]
     gpus: int
     coverage: Coverage
 
