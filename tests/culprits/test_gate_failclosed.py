@@ -6,13 +6,24 @@ replaces.  Each test builds its hostile repository (``tests/SECURITY.md``)."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from kiana.culprits.gate import EXIT_CODES, MAX_ROWS
 from kiana.culprits.gate import gate as run_gate
-from tests.culprits.hostile import FEB, JAN, LigerRepo, base_repo, gate, pr_rows, rows, slower
+from tests.culprits.hostile import (
+    FEB,
+    JAN,
+    LigerRepo,
+    base_repo,
+    disrupt,
+    gate,
+    pr_rows,
+    rows,
+    slower,
+)
 from tests.culprits.test_culprits import CSV, csv_text
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -148,58 +159,54 @@ def test_rows_matching_no_history_are_counted_with_the_closest_series(
     assert "differs in: gpu" in result.comment
 
 
-@pytest.mark.heavy
-def test_a_crash_is_never_exit_1(
+@dataclass(frozen=True)
+class Stop:
+    """A way the gate stops before it has judged: its exit code, the step disrupted
+    (crashing with ``error`` or waiting ``delay`` seconds), the options, and what the
+    gate says on stderr."""
+
+    code: int
+    step: str | None
+    extra: tuple[str, ...]
+    said: str
+    error: Exception | None = None
+    delay: float = 0.0
+
+
+STOPS = [
+    pytest.param(
+        Stop(6, "kiana.culprits.accounting.unmatched", (),
+             "internal error: could not judge (ZeroDivisionError)", error=ZeroDivisionError()),
+        id="crash", marks=pytest.mark.heavy,
+    ),
+    pytest.param(
+        Stop(4, None, ("--max-rows", "20"), "more than 20 distinct benchmark rows (--max-rows)"),
+        id="max-rows",
+    ),
+    pytest.param(
+        Stop(5, "kiana.culprits.gate.replaced_first", ("--timeout", "0.5"),
+             "--timeout 0.5 s reached", delay=5.0),
+        id="timeout", marks=pytest.mark.heavy,
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("stop", STOPS)
+def test_a_stopped_gate_says_it_could_not_judge_and_is_never_exit_1(
     repo: LigerRepo,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    stop: Stop,
 ) -> None:
-    import kiana.culprits.accounting
-
-    def boom(*args: object, **kwargs: object) -> None:
-        raise ZeroDivisionError
-
-    monkeypatch.setattr(kiana.culprits.accounting, "unmatched", boom)
+    if stop.step is not None:
+        disrupt(monkeypatch, stop.step, error=stop.error, delay=stop.delay)
     repo.commit(pr_rows(slower(1.3)), "slower (#5)")
-    result = gate(repo, tmp_path, capsys)
-    assert result.code == 6 and 6 in EXIT_CODES
+    result = gate(repo, tmp_path, capsys, *stop.extra)
+    assert result.code == stop.code and stop.code in EXIT_CODES
+    assert stop.said in result.err
     assert result.comment.startswith("### kiana gate **could not judge** this pull request")
     assert "not a verdict" in result.comment
-
-
-def test_max_rows_stops_with_exit_4(
-    repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    repo.commit(pr_rows(slower(1.3)), "slower (#5)")
-    result = gate(repo, tmp_path, capsys, "--max-rows", "20")
-    assert result.code == 4
-    assert "more than 20 distinct benchmark rows (--max-rows)" in result.err
-    assert "could not judge" in result.comment
-
-
-@pytest.mark.heavy
-def test_timeout_stops_with_exit_5(
-    repo: LigerRepo,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import time
-
-    import kiana.culprits.gate
-
-    real = kiana.culprits.gate.replaced_first
-
-    def slow(*args: object) -> object:
-        time.sleep(5)
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(kiana.culprits.gate, "replaced_first", slow)
-    repo.commit(pr_rows(slower(1.3)), "slower (#5)")
-    result = gate(repo, tmp_path, capsys, "--timeout", "0.5")
-    assert result.code == 5
-    assert "--timeout 0.5 s reached" in result.err and "could not judge" in result.comment
 
 
 @pytest.mark.heavy

@@ -13,7 +13,17 @@ import pytest
 
 from kiana.cli import main
 from kiana.culprits.markdown import LIMIT
-from tests.culprits.hostile import FEB, JAN, LigerRepo, base_repo, csv_text, gate, pr_rows, rows
+from tests.culprits.hostile import (
+    FEB,
+    JAN,
+    LigerRepo,
+    base_repo,
+    csv_text,
+    disrupt,
+    gate,
+    pr_rows,
+    rows,
+)
 from tests.culprits.test_culprits import CSV, OPS
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -55,12 +65,7 @@ def test_a_crash_still_replaces_the_planted_link(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import kiana.culprits.gate
-
-    def boom(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(kiana.culprits.gate, "gate", boom)
+    disrupt(monkeypatch, "kiana.culprits.gate.gate", error=RuntimeError("boom"))
     planted = repo.path / "kiana-gate.md"
     planted.symlink_to(secret)
     result = gate(repo, tmp_path, capsys, markdown=planted)
