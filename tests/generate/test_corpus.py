@@ -27,7 +27,7 @@ from kiana.generate import (
     read_truth,
     write_corpus,
 )
-from tests.generate.test_sessions import runs_of, with_sessions
+from tests.generate.test_sessions import noiseless, runs_of, with_sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = sorted((ROOT / "data" / "seeds").glob("*.json"))
@@ -44,8 +44,6 @@ TINY = CorpusConfig(
     conflict_rate=0.02,
     outlier_rate=0.01,
 )
-#: No noise at all: medians follow the truth up to 32 ns ticks.
-QUIET = replace(TINY, session_noise=0.0, machine_noise=0.0, outlier_rate=0.0)
 
 
 def _keys(value: Any) -> Any:
@@ -133,7 +131,7 @@ def _ratios(runs: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
 
 
 def test_injected_effects_move_liger_medians_by_the_stated_factor() -> None:
-    corpus = generate(QUIET)
+    corpus = generate(noiseless(TINY))
     runs = _medians(corpus)
     effects = corpus.truth.filter(pl.col("effect").is_in(["regression", "improvement"]))
     assert effects.height > 0
@@ -151,7 +149,7 @@ def test_injected_effects_move_liger_medians_by_the_stated_factor() -> None:
 
 
 def test_drift_moves_every_provider_on_the_gpu() -> None:
-    corpus = generate(replace(QUIET, regression_rate=0.0, improvement_rate=0.0))
+    corpus = generate(noiseless(TINY, regression_rate=0.0, improvement_rate=0.0))
     drift = corpus.truth.filter(pl.col("effect") == "drift")
     assert drift.height > 0
     runs = _medians(corpus)

@@ -17,7 +17,7 @@ import pytest
 from kiana.errors import UsageError
 from kiana.generate import Corpus, CorpusConfig, generate
 from kiana.generate.catalog import resolve_gpu
-from tests.generate.test_sessions import GROUP, runs_of, with_sessions
+from tests.generate.test_sessions import GROUP, noiseless, runs_of, with_sessions
 
 LONG = CorpusConfig(
     seed=5,
@@ -28,7 +28,7 @@ LONG = CorpusConfig(
     history_sessions=(30, 60),
 )
 #: No noise at all: medians move by exactly the planted factors.
-QUIET = replace(LONG, session_noise=0.0, machine_noise=0.0, outlier_rate=0.0, history_noise=(0.0,))
+QUIET = noiseless(LONG, history_noise=(0.0,))
 
 
 @pytest.fixture(scope="module")

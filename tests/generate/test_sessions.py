@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -36,7 +37,12 @@ BUSY = CorpusConfig(
     regression_rate=0.1,
     improvement_rate=0.1,
 )
-QUIET = replace(BUSY, session_noise=0.0, machine_noise=0.0, outlier_rate=0.0)
+
+
+def noiseless(config: CorpusConfig, **changes: Any) -> CorpusConfig:
+    """``config`` (with ``changes``) without run-to-run noise or outliers: medians
+    follow the truth up to 32 ns ticks."""
+    return replace(config, session_noise=0.0, machine_noise=0.0, outlier_rate=0.0, **changes)
 
 
 def runs_of(corpus: Corpus) -> pl.DataFrame:
@@ -123,7 +129,7 @@ def _liger(runs: pl.DataFrame, row: dict[str, object], session: object) -> pl.Da
 
 
 def test_same_label_sessions_with_and_without_a_change() -> None:
-    corpus = generate(QUIET)
+    corpus = generate(noiseless(BUSY))
     runs = with_sessions(runs_of(corpus))
     truth = corpus.truth
     same = truth.filter(
@@ -151,7 +157,7 @@ def test_same_label_sessions_with_and_without_a_change() -> None:
 
 
 def test_conflicts_are_another_implementation_minutes_apart() -> None:
-    corpus = generate(QUIET)
+    corpus = generate(noiseless(BUSY))
     runs = with_sessions(runs_of(corpus))
     conflicts = corpus.truth.filter(pl.col("effect") == "conflict")
     assert conflicts.height > 0
