@@ -196,7 +196,8 @@ def label(units: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
 
 def with_sessions(frame: pl.DataFrame, gap: timedelta = timedelta(hours=1)) -> pl.DataFrame:
     """The contract's sessions, from the runs alone (for the contenders)."""
-    scope = [*GROUP, "metric", "liger_version", *(["origin"] if "origin" in frame.columns else [])]
+    label = "version" if "version" in frame.columns else "liger_version"  # kiana.runs: version
+    scope = [*GROUP, "metric", label, *(["origin"] if "origin" in frame.columns else [])]
     ordered = frame.sort(*scope, "observed_at")
     new = (pl.col("observed_at").diff().over(scope) > gap).fill_null(True)
     first = pl.col("observed_at").min().over(*scope, "_n")

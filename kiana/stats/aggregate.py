@@ -80,7 +80,9 @@ def _noise_columns() -> list[pl.Expr]:
         pl.col("sitting_sigma").median().alias("sitting_noise"),
         pl.col("sitting_samples").min().alias("sitting_noise_samples"),
         pl.col("sitting_tail").min().alias("sitting_noise_tail"),
-        (pl.max_horizontal("workload_scale", "sitting_scale") >= GRID[-1]).any().alias("noise_bounded"),
+        ((pl.max_horizontal("workload_scale", "sitting_scale") >= GRID[-1])
+         | pl.col("sitting_link_top")).any().alias("noise_bounded"),
+        pl.col("sitting_link_top").any().alias("_link_top"),
         (pl.col("noise_source") == "single").sum().cast(pl.Int64).alias("single_samples"),
         ((pl.col("from_n_runs") + pl.col("to_n_runs")) / 2.0).median().alias("_runs"),
     ]  # fmt: skip

@@ -52,6 +52,11 @@ Scales live on the grid of :mod:`kiana.stats.nullfit` (5% apart); the grid's end
 (0.001% and 100%) are the only bounds, and a scale at the upper end is marked
 ``bounded`` and said in the evidence.
 
+The sitting states' link exponent (:mod:`kiana.stats.states`) is chosen on a grid
+whose top, 2, is a bound too: a finding whose sitting factor is above 1 on a GPU whose
+exponent sits there says so in its evidence (``sitting_link_top``), as for a scale at
+the grid's end.
+
 Decisions use the *normal-equivalent* sigma, ``scale * equivalent_factor(nu)``: heavy
 tails raise the noise at the tail the separation tests (:func:`sigmas`).
 """
@@ -67,6 +72,7 @@ import polars as pl
 
 from kiana.stats.nullfit import equivalent_factor
 from kiana.stats.nullsamples import sampling_expr
+from kiana.stats.states import EXPONENTS
 
 #: Prior centres of each component's scale, per metric and sampling (module docstring).
 PRIOR: dict[tuple[str, str, str], float] = {
@@ -84,6 +90,8 @@ PRIOR: dict[tuple[str, str, str], float] = {
 PRIOR_TAIL: dict[str, float] = {"latency": 3.0, "memory": math.inf}
 TOP_SD = 1.0
 CHILD_SD = 0.5
+#: The top of the sitting link's grid (:func:`sigmas`' ``sitting_link_top``).
+LINK_TOP = EXPONENTS[-1]
 #: Components whose Student-t tails are fitted.  The sitting component is normal within
 #: a sitting state: its heavy tails across sittings are the scale mixture of
 #: :mod:`kiana.stats.states` (a t is itself a scale mixture of normals).
@@ -226,21 +234,35 @@ def sigmas(
     """Both components of every step (:func:`attach_scales`), their sitting-state
     factors (``workload_factor``, ``sitting_factor``: ``factors``' ``fw`` and ``fs`` of
     the step's ``_group``, 1 without) and their normal-equivalent sigmas at
-    ``separation`` (``workload_sigma``, ``sitting_sigma``)."""
+    ``separation`` (``workload_sigma``, ``sitting_sigma``), and ``sitting_link_top``:
+    the sitting factor is above 1 while its GPU's link exponent sits at the top of
+    :data:`kiana.stats.states.EXPONENTS` (the data may want offsets to grow faster
+    than the grid allows: this sitting's noise may be larger, said in the evidence)."""
     frame = attach_scales(steps, calibration, component="workload")
     frame = attach_scales(frame, calibration, component="sitting")
     if factors is not None and "_group" in frame.columns:
+        link = factors["exponent"] if "exponent" in factors.columns else pl.lit(1.0)
         frame = frame.join(
-            factors.select("_group", "f2w", "f2s"), on="_group", how="left", maintain_order="left"
+            factors.select("_group", "f2w", "f2s", link.alias("_b")), on="_group", how="left",
+            maintain_order="left",
+        )  # fmt: skip
+        frame = (
+            frame.with_columns(
+                pl.col("f2w").fill_null(1.0).sqrt().alias("workload_factor"),
+                pl.col("f2s").fill_null(1.0).sqrt().alias("sitting_factor"),
+            )
+            .with_columns(
+                ((pl.col("_b") >= LINK_TOP) & (pl.col("sitting_factor") > 1.0))
+                .fill_null(False)
+                .alias("sitting_link_top")
+            )
+            .drop("f2w", "f2s", "_b")
         )
-        frame = frame.with_columns(
-            pl.col("f2w").fill_null(1.0).sqrt().alias("workload_factor"),
-            pl.col("f2s").fill_null(1.0).sqrt().alias("sitting_factor"),
-        ).drop("f2w", "f2s")
     else:
         frame = frame.with_columns(
-            pl.lit(1.0).alias("workload_factor"), pl.lit(1.0).alias("sitting_factor")
-        )
+            pl.lit(1.0).alias("workload_factor"), pl.lit(1.0).alias("sitting_factor"),
+            pl.lit(False).alias("sitting_link_top"),
+        )  # fmt: skip
     for component in ("workload", "sitting"):
         tails = frame[f"{component}_tail"].drop_nulls().unique().to_list()
         table = {float(t): equivalent_factor(float(t), separation) for t in tails}

@@ -88,10 +88,13 @@ def finding_noise() -> pl.Expr:
         .otherwise(pl.lit(""))
     )  # fmt: skip
     bounded = (
-        pl.when(pl.col("noise_bounded"))
+        pl.when(pl.col("_link_top"))
+        .then(pl.lit(" (a shifted sitting, whose link to the scatter is at its grid's upper"
+                     " end: the noise may be larger)"))
+        .when(pl.col("noise_bounded"))
         .then(pl.lit(" (at the calibration grid's upper end: the noise may be larger)"))
         .otherwise(pl.lit(""))
-    )
+    )  # fmt: skip
     return (
         pl.when(pl.col("workload_noise").is_not_null() & (pl.col("workload_noise") > 0))
         .then(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import polars as pl
 import pytest
 
@@ -15,13 +13,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@cache
+@pytest.fixture(scope="module")
 def judged() -> Judgement:
+    """The judgement of the real CSVs, once per module (a shared fixture: the quick
+    loop's 3 s rule charges it to no single test)."""
     return judge(real_runs())
 
 
-def liger(kernel: str, pass_: str, start: str) -> dict[str, object]:
-    found = judged().findings.filter(
+def liger(judged: Judgement, kernel: str, pass_: str, start: str) -> dict[str, object]:
+    found = judged.findings.filter(
         (pl.col("kernel") == kernel)
         & (pl.col("pass") == pass_)
         & (pl.col("provider") == "liger")
@@ -35,10 +35,10 @@ def liger(kernel: str, pass_: str, start: str) -> dict[str, object]:
 
 
 @pytest.mark.heavy
-def test_jsd_forward_is_neither_an_improvement_nor_a_regression() -> None:
+def test_jsd_forward_is_neither_an_improvement_nor_a_regression(judged: Judgement) -> None:
     # No commit touched jsd between 2026-05-27 and 2026-06-16; torch of the same sitting
     # moved -1% to -11%, Liger's four workloads -10%..-2%: a shifted sitting, not a change.
-    row = liger("jsd", "forward", "2026-05-27")
+    row = liger(judged, "jsd", "forward", "2026-05-27")
     assert str(row["to_session"]).startswith("2026-06-16")
     assert row["verdict"] not in {"improvement", "regression"}
     assert "rest on single samples" in str(row["evidence"])
@@ -46,11 +46,11 @@ def test_jsd_forward_is_neither_an_improvement_nor_a_regression() -> None:
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("pass_", ["forward", "full", "no-grad-forward"])
-def test_cross_entropy_stays_an_improvement(pass_: str) -> None:
+def test_cross_entropy_stays_an_improvement(judged: Judgement, pass_: str) -> None:
     # The cutile CSV (2026-06-16) and the cutedsl CSV (2026-07-05) measured Triton's code
     # (their liger_triton, imported as liger): a same-label step, -9..-11% on every
     # workload while torch stayed within +0.6%.
-    row = liger("cross_entropy", pass_, "2026-06-16")
+    row = liger(judged, "cross_entropy", pass_, "2026-06-16")
     assert (row["from_version"], row["to_version"]) == ("0.8.0", "0.8.0")
     assert str(row["to_session"]).startswith("2026-07-05")
     assert row["verdict"] == "improvement"
@@ -59,13 +59,13 @@ def test_cross_entropy_stays_an_improvement(pass_: str) -> None:
 
 
 @pytest.mark.heavy
-def test_nothing_on_the_real_csvs_is_drift_below_the_threshold() -> None:
-    drift = judged().findings.filter(pl.col("verdict") == "drift")
+def test_nothing_on_the_real_csvs_is_drift_below_the_threshold(judged: Judgement) -> None:
+    drift = judged.findings.filter(pl.col("verdict") == "drift")
     assert (drift["change"].abs() >= 0.03).all()
 
 
-def test_memory_never_drifts_and_coverage_is_said() -> None:
-    result = judged()
+def test_memory_never_drifts_and_coverage_is_said(judged: Judgement) -> None:
+    result = judged
     assert (
         result.findings.filter(
             (pl.col("metric") == "memory") & (pl.col("verdict") == "drift")
