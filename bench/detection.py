@@ -443,8 +443,16 @@ def judged(con: object) -> tuple[pl.DataFrame, object]:
     except ImportError:  # an older checkout (--read with PYTHONPATH at it)
         frame = runs(con)  # type: ignore[arg-type]
         return frame, judge(frame)
-    analysis = analyze(con)  # type: ignore[arg-type]
+    from kiana.stats import JudgeOptions
+
+    options = JudgeOptions(separation=SEPARATION) if SEPARATION is not None else None
+    analysis = analyze(con, options=options)  # type: ignore[arg-type]
     return analysis.runs, analysis.judgement
+
+
+#: ``--separation``: judge with this separation instead of the default (the trade-off
+#: between false findings and recall, one point per run).
+SEPARATION: float | None = None
 
 
 def judge_folder(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Any, float]:
@@ -749,9 +757,15 @@ def main() -> None:
     )
     parser.add_argument("--details", action="store_true", help="also print the detailed tables")
     parser.add_argument(
+        "--separation", type=float, default=None,
+        help="judge with this separation (default: kiana's); one point of the trade-off curve",
+    )  # fmt: skip
+    parser.add_argument(
         "--misses", action="store_true", help="list kiana's misses (implies --details)"
     )
     args = parser.parse_args()
+    global SEPARATION
+    SEPARATION = args.separation
     changes = {
         "min_noise_multiple": args.min_noise_multiple,
         "session_noise": args.session_noise,
