@@ -105,6 +105,44 @@ def append(link: Link, values: np.ndarray, new: float) -> None:
     link.rows = rows
 
 
+def extend(link: Link, values: np.ndarray, before: int) -> None:
+    """Extend ``link``'s state by ``values[before:]`` (``values``: the whole series, the
+    link's segment running from ``link.start`` to ``before``): :func:`append` of each
+    new value in turn, the same additions in the same order, for all of them at once.
+
+    Row ``m`` of the matrices is the ``m``-th value appended (at ``n = before + m``):
+    ``gaps`` its distances to the values before it, ``column`` their running sums;
+    the rows and the last column gain one row of additions per value, in order
+    (``cumsum`` down the stack: sequential, as each :func:`append` adds), and its
+    corner is the running sum of its rows (``cumsum`` along them)."""
+    assert link.diag is not None and link.last is not None and link.rows is not None
+    seg = values[link.start :]
+    size, start = seg.size, before - link.start
+    k = size - start
+    if k <= 0:
+        return
+    at = np.arange(start, size)
+    earlier = np.arange(size)[None, :] < at[:, None]
+    gaps = np.where(earlier, np.abs(np.subtract(seg[None, :], seg[at][:, None])), 0.0)
+    column = np.cumsum(gaps, axis=1)
+    own = column[np.arange(k), at - 1] + 0.0
+    steps = gaps.copy()
+    steps[np.arange(k), at] = own
+    rows = np.zeros((k + 1, size))
+    rows[0, :start] = link.rows
+    rows[1:] = steps
+    np.cumsum(rows, axis=0, out=rows)
+    corner = np.cumsum(rows[1:], axis=1)[np.arange(k), at]
+    lasts = np.where(earlier, column, 0.0)
+    lasts[np.arange(k), at] = corner
+    last = np.zeros((k + 1, size))
+    last[0, :start] = link.last
+    last[1:] = lasts
+    link.rows = rows[-1].copy()
+    link.last = np.cumsum(last, axis=0)[-1].copy()
+    link.diag = np.concatenate([link.diag, corner])
+
+
 def search(
     values: list[np.ndarray],
     noise: list[np.ndarray],
@@ -114,9 +152,24 @@ def search(
     """The change points and right chains of the series ``s`` of ``starts``, searched
     from value ``a`` to the end (the judge's :func:`kiana.stats.changepoints.detect`
     from those segments on; ``a = 0``: the whole series)."""
-    min_size = options.changepoint_min_size
     out = {s: Found([], []) for s, _ in starts}
-    active = [(s, a, len(values[s])) for s, a in starts]
+    _grow(values, noise, [(s, a, len(values[s])) for s, a in starts], out, options)
+    for found in out.values():
+        found.points.sort()
+        found.chain.sort(key=lambda link: link.start)
+    return out
+
+
+def _grow(
+    values: list[np.ndarray],
+    noise: list[np.ndarray],
+    active: list[tuple[int, int, int]],
+    out: dict[int, Found],
+    options: JudgeOptions,
+) -> None:
+    """Binary segmentation of the segments ``(s, a, b)`` of ``active`` and of every
+    side accepted, into ``out`` (unsorted)."""
+    min_size = options.changepoint_min_size
     while active:
         by_length: dict[int, list[tuple[int, int, int]]] = {}
         for seg in active:
@@ -137,36 +190,41 @@ def search(
                 if good:
                     out[s].points.append((a + t, float(p[i])))
                     active.extend([(s, a, a + t), (s, a + t, b)])
-    for found in out.values():
-        found.points.sort()
-        found.chain.sort(key=lambda link: link.start)
-    return out
 
 
 def resume(
     old: Found, values: np.ndarray, noise: np.ndarray, before: int, options: JudgeOptions
 ) -> Found:
     """The change points of a series whose first ``before`` values are those ``old``
-    was found on and the rest were appended (module docstring)."""
+    was found on and the rest were appended (module docstring).  Where a link's split
+    moves, its extended state and test are the first round of the search of its segment
+    again (the same bits as :func:`q_state`), which goes on from its two sides."""
     min_size = options.changepoint_min_size
     chain: list[Link] = []
     points: list[tuple[int, float]] = []
     for link in old.chain:
         if link.diag is None:  # too short to be tested before: search from here
             break
-        for j in range(before, values.size):
-            append(link, values[link.start : j], float(values[j]))
+        if link.start == 0 and values.size < options.changepoint_min_points:
+            return Found([], [])
+        extend(link, values, before)
         assert link.diag is not None and link.last is not None
         x = values[link.start :][None, :]
         q = q_from(link.diag[None, :], link.last[None, :], min_size)
         tau, p, ok = split_test(x, noise[link.start :][None, :], q, options)
         split = link.start + int(tau[0]) if bool(ok[0]) else None
-        if split != link.split:
-            break
-        link.p = float(p[0]) if split is not None else None
+        moved = split != link.split
+        link.split, link.p = split, float(p[0]) if split is not None else None
         chain.append(link)
         if split is None:
-            return Found(points, chain)
+            return Found(sorted(points), chain)
+        if moved:
+            points.append((split, float(p[0])))
+            rest = {0: Found([], [])}
+            sides = [(0, link.start, split), (0, split, values.size)]
+            _grow([values], [noise], sides, rest, options)
+            rest[0].chain.sort(key=lambda one: one.start)
+            return Found(sorted(points + rest[0].points), chain + rest[0].chain)
         points += [c for c in old.points if link.start < c[0] < split]
         points.append((split, float(p[0])))
     start = chain[-1].split if chain else 0
