@@ -23,8 +23,10 @@ first new run (or the start of the stored session it joins):
   every series with a point at or after ``D``: the re-judged steps' neighbours and
   their sitting groups need the sessions from there on.  The runs of the kernel's
   sessions starting at or after ``D2`` are judged (:func:`kiana.stats.judge`, with the
-  GPU's stored calibration) and spliced in (:func:`kiana.shards.splice.splice_gpu`,
-  which checks the window against what is stored where both overlap).
+  GPU's stored calibration; every GPU's window in one judge) and spliced in
+  (:func:`kiana.shards.splice.splice`, which checks the window against what is stored
+  where both overlap).  ``D`` and ``D2`` are computed in SQL (:func:`cuts`): only
+  aggregates of the stored points leave DuckDB.
 
 Change points are resumed (or searched again) on the partitions whose points changed.  What is
 judged again in full instead (exact anyway, only slower): a GPU new to the store; a

@@ -2,7 +2,8 @@
 resumed from their stored search state.
 
 A series whose stored values are the beginning of its new ones, bit for bit, resumes
-its search (:func:`kiana.shards.creep.resume`); one whose values did not change at all
+its search (:func:`kiana.shards.creep.resume_all`: every such series at once, the
+links of one rank tested together); one whose values did not change at all
 keeps what was found (the search is a function of the values); any other is searched
 again from its first value (as :func:`kiana.shards.unit.judge_unit` does).  Only the
 stored points from ``own`` on can differ from the new ones (the splice keeps every
@@ -122,6 +123,7 @@ def search_again(
     values, noise, heads = series(con, parts)
     found: dict[int, creep.Found] = {}
     starts: list[tuple[int, int]] = []
+    resumed: dict[int, tuple[creep.Found, int]] = {}
     for s, (v, n) in enumerate(zip(values, noise, strict=True)):
         if v.size < options.changepoint_min_points:
             continue
@@ -131,7 +133,8 @@ def search_again(
         elif prior.size == v.size:  # nothing changed: what was found stands
             found[s] = prior.found
         else:
-            found[s] = creep.resume(prior.found, v, n, prior.size, options)
+            resumed[s] = (prior.found, prior.size)
+    found |= creep.resume_all(resumed, values, noise, options)
     found |= creep.search(values, noise, starts, options)
     heads = with_versions(con, heads, found)
     insert(con, "judged_segments", segments(heads, found))

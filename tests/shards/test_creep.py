@@ -86,3 +86,23 @@ def test_extend_is_append_value_by_value(length: int, added: int, start: int) ->
     for n, name in enumerate(("diag", "last", "rows")):
         assert np.array_equal(getattr(many, name), getattr(one, name))
         assert np.array_equal(getattr(many, name), whole[n][0])
+
+
+def test_resume_all_equals_a_search_of_each_series() -> None:
+    """Many series resumed at once (links of one rank tested together, several of one
+    length in a batch) find what a search of each whole series finds."""
+    olds: dict[int, tuple[creep.Found, int]] = {}
+    values: list[np.ndarray] = []
+    noise: list[np.ndarray] = []
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        length = 100 if seed % 3 == 0 else int(rng.integers(20, 160))
+        before = int(rng.integers(8, length))
+        shifts = [(int(rng.integers(1, length)), float(rng.normal(0, 0.2))) for _ in range(3)]
+        values.append(_series(seed, length, shifts[: int(rng.integers(0, 4))]))
+        noise.append(np.full(length, float(rng.choice([0.0, 0.002, 0.005]))))
+        old = creep.search([values[-1][:before]], [noise[-1][:before]], [(0, 0)], OPTIONS)[0]
+        olds[seed] = (old, before)
+    resumed = creep.resume_all(olds, values, noise, OPTIONS)
+    for s in olds:
+        _same(resumed[s], creep.search([values[s]], [noise[s]], [(0, 0)], OPTIONS)[0])
