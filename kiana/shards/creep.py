@@ -16,8 +16,11 @@ each segment.  When the new values arrive, each link of the chain is extended an
 tested again; while a link splits where it split before, its left side (values that did
 not change) keeps its change points, and the next link is the right side.  The first
 link whose split moves (or whose test turns) is searched again from scratch, with
-everything right of it (:func:`search`).  :func:`resume` does this for one series;
-``tests/shards/test_creep.py`` holds it, and :func:`search`, to the judge's change points.
+everything right of it (:func:`search`).  :func:`resume_all` does this for many series
+at once (the links of one rank of every chain tested together, batched by length as the
+judge batches its segments), :func:`resume` for one; ``tests/shards/test_creep.py``
+holds them to a search of the whole series, and :func:`search` is held to the judge's
+change points by the stored judgement's tests.
 """
 
 from __future__ import annotations
@@ -105,6 +108,44 @@ def append(link: Link, values: np.ndarray, new: float) -> None:
     link.rows = rows
 
 
+def extend(link: Link, values: np.ndarray, before: int) -> None:
+    """Extend ``link``'s state by ``values[before:]`` (``values``: the whole series, the
+    link's segment running from ``link.start`` to ``before``): :func:`append` of each
+    new value in turn, the same additions in the same order, for all of them at once.
+
+    Row ``m`` of the matrices is the ``m``-th value appended (at ``n = before + m``):
+    ``gaps`` its distances to the values before it, ``column`` their running sums;
+    the rows and the last column gain one row of additions per value, in order
+    (``cumsum`` down the stack: sequential, as each :func:`append` adds), and its
+    corner is the running sum of its rows (``cumsum`` along them)."""
+    assert link.diag is not None and link.last is not None and link.rows is not None
+    seg = values[link.start :]
+    size, start = seg.size, before - link.start
+    k = size - start
+    if k <= 0:
+        return
+    at = np.arange(start, size)
+    earlier = np.arange(size)[None, :] < at[:, None]
+    gaps = np.where(earlier, np.abs(np.subtract(seg[None, :], seg[at][:, None])), 0.0)
+    column = np.cumsum(gaps, axis=1)
+    own = column[np.arange(k), at - 1] + 0.0
+    steps = gaps.copy()
+    steps[np.arange(k), at] = own
+    rows = np.zeros((k + 1, size))
+    rows[0, :start] = link.rows
+    rows[1:] = steps
+    np.cumsum(rows, axis=0, out=rows)
+    corner = np.cumsum(rows[1:], axis=1)[np.arange(k), at]
+    lasts = np.where(earlier, column, 0.0)
+    lasts[np.arange(k), at] = corner
+    last = np.zeros((k + 1, size))
+    last[0, :start] = link.last
+    last[1:] = lasts
+    link.rows = rows[-1].copy()
+    link.last = np.cumsum(last, axis=0)[-1].copy()
+    link.diag = np.concatenate([link.diag, corner])
+
+
 def search(
     values: list[np.ndarray],
     noise: list[np.ndarray],
@@ -114,9 +155,24 @@ def search(
     """The change points and right chains of the series ``s`` of ``starts``, searched
     from value ``a`` to the end (the judge's :func:`kiana.stats.changepoints.detect`
     from those segments on; ``a = 0``: the whole series)."""
-    min_size = options.changepoint_min_size
     out = {s: Found([], []) for s, _ in starts}
-    active = [(s, a, len(values[s])) for s, a in starts]
+    _grow(values, noise, [(s, a, len(values[s])) for s, a in starts], out, options)
+    for found in out.values():
+        found.points.sort()
+        found.chain.sort(key=lambda link: link.start)
+    return out
+
+
+def _grow(
+    values: list[np.ndarray],
+    noise: list[np.ndarray],
+    active: list[tuple[int, int, int]],
+    out: dict[int, Found],
+    options: JudgeOptions,
+) -> None:
+    """Binary segmentation of the segments ``(s, a, b)`` of ``active`` and of every
+    side accepted, into ``out`` (unsorted)."""
+    min_size = options.changepoint_min_size
     while active:
         by_length: dict[int, list[tuple[int, int, int]]] = {}
         for seg in active:
@@ -137,44 +193,126 @@ def search(
                 if good:
                     out[s].points.append((a + t, float(p[i])))
                     active.extend([(s, a, a + t), (s, a + t, b)])
-    for found in out.values():
-        found.points.sort()
-        found.chain.sort(key=lambda link: link.start)
-    return out
 
 
 def resume(
     old: Found, values: np.ndarray, noise: np.ndarray, before: int, options: JudgeOptions
 ) -> Found:
     """The change points of a series whose first ``before`` values are those ``old``
-    was found on and the rest were appended (module docstring)."""
-    min_size = options.changepoint_min_size
-    chain: list[Link] = []
-    points: list[tuple[int, float]] = []
-    for link in old.chain:
-        if link.diag is None:  # too short to be tested before: search from here
-            break
-        for j in range(before, values.size):
-            append(link, values[link.start : j], float(values[j]))
-        assert link.diag is not None and link.last is not None
-        x = values[link.start :][None, :]
-        q = q_from(link.diag[None, :], link.last[None, :], min_size)
-        tau, p, ok = split_test(x, noise[link.start :][None, :], q, options)
-        split = link.start + int(tau[0]) if bool(ok[0]) else None
-        if split != link.split:
-            break
-        link.p = float(p[0]) if split is not None else None
-        chain.append(link)
-        if split is None:
-            return Found(points, chain)
-        points += [c for c in old.points if link.start < c[0] < split]
-        points.append((split, float(p[0])))
-    start = chain[-1].split if chain else 0
-    assert start is not None
-    if start == 0 and values.size < options.changepoint_min_points:
-        return Found([], [])
-    fresh = search([values], [noise], [(0, start)], options)[0]
-    return Found(sorted(points + fresh.points), chain + fresh.chain)
+    was found on and the rest were appended (module docstring; :func:`resume_all` of
+    one series)."""
+    return resume_all({0: (old, before)}, [values], [noise], options)[0]
+
+
+@dataclass
+class _Resumed:
+    """A series' resume under way: the old search, its values before, the links kept
+    (tested again, same split) and the change points they vouch for."""
+
+    old: Found
+    before: int
+    chain: list[Link]
+    points: list[tuple[int, float]]
+
+
+def resume_all(
+    olds: dict[int, tuple[Found, int]],
+    values: list[np.ndarray],
+    noise: list[np.ndarray],
+    options: JudgeOptions,
+) -> dict[int, Found]:
+    """:func:`resume` of every series ``s`` of ``olds`` (its old search and how many of
+    its values it was made on), the links of the same rank of every chain extended and
+    tested together, in batches of one segment length (as the judge's search batches).
+    Where a link's split moves, its extended state and test are the first round of the
+    search of its segment again (the same bits as :func:`q_state`), which goes on from
+    its two sides; where the chain ends untested or every link held, the search goes on
+    from the last split."""
+    jobs = {s: _Resumed(old, before, [], []) for s, (old, before) in olds.items()}
+    out: dict[int, Found] = {}
+    grow: list[tuple[int, int, int]] = []
+    fresh: list[tuple[int, int]] = []
+    todo, rank = list(jobs), 0
+    while todo:
+        tests: dict[int, list[tuple[int, Link]]] = {}
+        for s in todo:
+            job = jobs[s]
+            link = job.old.chain[rank] if rank < len(job.old.chain) else None
+            if link is None or link.diag is None:  # search on from the last split
+                start = job.chain[-1].split if job.chain else 0
+                assert start is not None  # a held link has a split
+                fresh.append((s, start))
+            elif link.start == 0 and values[s].size < options.changepoint_min_points:
+                out[s] = Found([], [])
+            else:
+                extend(link, values[s], job.before)
+                tests.setdefault(values[s].size - link.start, []).append((s, link))
+        todo = _test_links(tests, values, noise, jobs, out, grow, options)
+        rank += 1
+    return _searched_on(jobs, out, grow, fresh, values, noise, options)
+
+
+def _test_links(
+    tests: dict[int, list[tuple[int, Link]]],
+    values: list[np.ndarray],
+    noise: list[np.ndarray],
+    jobs: dict[int, _Resumed],
+    out: dict[int, Found],
+    grow: list[tuple[int, int, int]],
+    options: JudgeOptions,
+) -> list[int]:
+    """Test each extended link again (``tests``: by segment length); the series whose
+    link held its split (to go on with the next link)."""
+    held: list[int] = []
+    for _, batch in sorted(tests.items()):
+        for lo in range(0, len(batch), 256):
+            part = batch[lo : lo + 256]
+            x = np.stack([values[s][link.start :] for s, link in part])
+            nz = np.stack([noise[s][link.start :] for s, link in part])
+            diag = np.stack([link.diag for _, link in part])  # type: ignore[misc]
+            last = np.stack([link.last for _, link in part])  # type: ignore[misc]
+            q = q_from(diag, last, options.changepoint_min_size)
+            tau, p, ok = split_test(x, nz, q, options)
+            for i, (s, link) in enumerate(part):
+                split = link.start + int(tau[i]) if bool(ok[i]) else None
+                job, moved = jobs[s], split != link.split
+                link.split, link.p = split, float(p[i]) if split is not None else None
+                job.chain.append(link)
+                if split is None:
+                    out[s] = Found(sorted(job.points), job.chain)
+                    continue
+                if moved:
+                    grow += [(s, link.start, split), (s, split, values[s].size)]
+                else:
+                    job.points += [c for c in job.old.points if link.start < c[0] < split]
+                    held.append(s)
+                job.points.append((split, float(p[i])))
+    return held
+
+
+def _searched_on(
+    jobs: dict[int, _Resumed],
+    out: dict[int, Found],
+    grow: list[tuple[int, int, int]],
+    fresh: list[tuple[int, int]],
+    values: list[np.ndarray],
+    noise: list[np.ndarray],
+    options: JudgeOptions,
+) -> dict[int, Found]:
+    """``out`` with the series still open searched on: from both sides of a moved
+    split (``grow``), or from the last split held (``fresh``: ``(s, start)``)."""
+    rest = {s: Found([], []) for s, _, _ in grow}
+    _grow(values, noise, grow, rest, options)
+    starts = []
+    for s, start in fresh:
+        if start == 0 and values[s].size < options.changepoint_min_points:
+            out[s] = Found([], [])
+        else:
+            starts.append((s, start))
+    for s, found in (rest | search(values, noise, starts, options)).items():
+        found.chain.sort(key=lambda one: one.start)
+        out[s] = Found(sorted(jobs[s].points + found.points), jobs[s].chain + found.chain)
+    return out
 
 
 @dataclass(frozen=True)

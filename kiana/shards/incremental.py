@@ -23,8 +23,10 @@ first new run (or the start of the stored session it joins):
   every series with a point at or after ``D``: the re-judged steps' neighbours and
   their sitting groups need the sessions from there on.  The runs of the kernel's
   sessions starting at or after ``D2`` are judged (:func:`kiana.stats.judge`, with the
-  GPU's stored calibration) and spliced in (:func:`kiana.shards.splice.splice_gpu`,
-  which checks the window against what is stored where both overlap).
+  GPU's stored calibration; every GPU's window in one judge) and spliced in
+  (:func:`kiana.shards.splice.splice`, which checks the window against what is stored
+  where both overlap).  ``D`` and ``D2`` are computed in SQL (:func:`cuts`): only
+  aggregates of the stored points leave DuckDB.
 
 Change points are resumed (or searched again) on the partitions whose points changed.  What is
 judged again in full instead (exact anyway, only slower): a GPU new to the store; a
@@ -38,13 +40,13 @@ GPU judged with ``--baseline`` (every session against one: a whole series).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from kiana.stats.sessions import assign_sessions
-from kiana.vocabulary import SERIES_KEYS, SESSION_SCOPE
+from kiana.vocabulary import SESSION_SCOPE
 
 if TYPE_CHECKING:
     import duckdb
@@ -69,94 +71,144 @@ def fresh_runs(con: duckdb.DuckDBPyConnection, new: list[int]) -> pl.DataFrame:
     )
 
 
-#: One row per kernel re-judged: ``kernel``, ``own`` (``D``) and ``since`` (``D2``).
+#: One row per GPU and kernel re-judged: ``gpu``, ``kernel``, ``own`` (``D``) and
+#: ``since`` (``D2``).
 CUT_SCHEMA: dict[str, pl.DataType] = {
-    "kernel": pl.String(), "own": pl.Datetime("us"), "since": pl.Datetime("us"),
+    "gpu": pl.String(), "kernel": pl.String(), "own": pl.Datetime("us"),
+    "since": pl.Datetime("us"),
 }  # fmt: skip
+
+#: ``(D, D2)`` of the module docstring per group of kernels (``grp``: a kernel, or
+#: ``*`` for every kernel of a GPU with a partition without baselines), in SQL over
+#: the stored points: only the aggregates leave DuckDB, never a GPU's history.
+_CUT_SQL = """
+WITH pts AS (
+  SELECT p.gpu, g.grp, p.partition_id, p.provider, p.metric, p.position, p.session_start,
+         p.last_observed_at
+  FROM judged_points p JOIN kiana_groups g USING (gpu, kernel)),
+f AS (SELECT g.gpu, g.grp, f.partition_id, f.provider, f.metric, f."first"
+      FROM kiana_fresh f JOIN kiana_groups g USING (gpu, kernel)),
+t0 AS (SELECT gpu, grp, min("first") AS t0 FROM f GROUP BY ALL),
+t AS (SELECT t0.gpu, t0.grp, least(t0.t0, coalesce(min(p.session_start), t0.t0)) AS t
+      FROM t0 LEFT JOIN pts p
+        ON p.gpu = t0.gpu AND p.grp = t0.grp AND p.last_observed_at >= t0.t0 - $gap
+      GROUP BY t0.gpu, t0.grp, t0.t0),
+touched AS (SELECT DISTINCT gpu, grp, partition_id, provider, metric FROM f),
+last AS (SELECT p.gpu, p.grp, max(p.session_start) AS last
+         FROM pts p JOIN t USING (gpu, grp)
+         JOIN touched s USING (gpu, grp, partition_id, provider, metric)
+         WHERE p.session_start < t.t GROUP BY p.gpu, p.grp, p.partition_id, p.provider, p.metric),
+d AS (SELECT t.gpu, t.grp, date_trunc('day', least(t.t, coalesce(min(l.last), t.t))) AS d
+      FROM t LEFT JOIN last l USING (gpu, grp) GROUP BY t.gpu, t.grp, t.t),
+live AS (SELECT DISTINCT p.gpu, p.grp, p.partition_id, p.provider, p.metric
+         FROM pts p JOIN d USING (gpu, grp) WHERE p.session_start >= d.d),
+lastpos AS (SELECT p.gpu, p.grp, p.partition_id, p.provider, p.metric, max(p.position) AS lp
+            FROM pts p JOIN d USING (gpu, grp)
+            JOIN live USING (gpu, grp, partition_id, provider, metric)
+            WHERE p.session_start < d.d GROUP BY ALL),
+ahead AS (SELECT p.gpu, p.grp, min(p.session_start) AS a
+          FROM pts p JOIN lastpos l USING (gpu, grp, partition_id, provider, metric)
+          WHERE p.position BETWEEN l.lp - 1 AND l.lp
+          GROUP BY p.gpu, p.grp, p.partition_id, p.provider, p.metric),
+since AS (SELECT d.gpu, d.grp, d.d, date_trunc('day', least(d.d, coalesce(min(a.a), d.d))) AS s
+          FROM d LEFT JOIN ahead a USING (gpu, grp) GROUP BY d.gpu, d.grp, d.d)
+SELECT g.gpu, g.kernel, since.d AS own, since.s AS since
+FROM since JOIN kiana_groups g USING (gpu, grp) ORDER BY ALL
+"""
+
+#: The GPUs with a stored series whose sessions do not start in the order of its points
+#: (a point and the next: positions are 0, 1, ... in each series).
+_DISORDERED_SQL = """
+SELECT DISTINCT a.gpu FROM judged_points a JOIN judged_points b
+  ON a.partition_id = b.partition_id AND a.provider = b.provider AND a.metric = b.metric
+     AND b.position = a.position + 1
+WHERE a.gpu IN (SELECT unnest($gpus)) AND b.session_start < a.session_start
+"""
+
+
+#: The GPUs with a partition without a baseline's judgeable run (its steps take the
+#: GPU-wide control, which crosses kernels).
+_UNCONTROLLED_SQL = """
+SELECT DISTINCT gpu FROM (
+  SELECT gpu, partition_id, bool_or(role <> 'subject') AS controlled FROM runs
+  WHERE gpu IN (SELECT unnest($gpus)) AND status = 'passed' AND median IS NOT NULL
+    AND NOT isnan(median)
+  GROUP BY ALL)
+WHERE NOT controlled
+"""
 
 
 def cuts(
-    points: pl.DataFrame, fresh: pl.DataFrame, options: JudgeOptions, *, together: bool
-) -> pl.DataFrame | None:
-    """``(D, D2)`` of the module docstring per kernel with new runs, for a GPU's stored
-    ``points`` and its new runs' series (``fresh``: :func:`fresh_runs` of the GPU);
-    ``together``: one cut for every kernel of the GPU (a partition without baselines
-    takes the GPU-wide control, which crosses kernels).  None: the whole GPU."""
-    if options.baseline is not None or points.height == 0 or fresh.height == 0:
-        return None
-    ordered = points.sort(*SERIES_KEYS, "position")
-    if not _monotone(ordered):
-        return None
-    if together:
-        groups = [sorted({*ordered["kernel"].to_list(), *fresh["kernel"].to_list()})]
-    else:
-        groups = [[k] for k in fresh["kernel"].unique().sort().to_list()]
-    rows = []
-    for group in groups:
-        mine = ordered.filter(pl.col("kernel").is_in(group))
-        found = _cut(mine, fresh.filter(pl.col("kernel").is_in(group)), options)
-        rows += [(k, *found) for k in group]
-    return pl.DataFrame(rows, schema=CUT_SCHEMA, orient="row")
-
-
-def _cut(
-    ordered: pl.DataFrame, fresh: pl.DataFrame, options: JudgeOptions
-) -> tuple[datetime, datetime]:
-    """``(D, D2)`` of one group of kernels: ``ordered`` their stored points (in series
-    order), ``fresh`` their new runs' series and first times."""
-    t: datetime = fresh["first"].min()  # type: ignore[assignment]
-    joined = ordered.filter(pl.col("last_observed_at") >= t - options.session_gap)
-    if joined.height:
-        earliest: datetime = joined["session_start"].min()  # type: ignore[assignment]
-        t = min(t, earliest)
-    keys = list(SERIES_KEYS)
-    touched = ordered.join(fresh.select(keys).unique(), on=keys, how="semi")
-    last = (
-        touched.filter(pl.col("session_start") < t)
-        .group_by(keys)
-        .agg(pl.col("session_start").last())
-    )
-    d = midnight(min([t, *last["session_start"].to_list()]))
-    live = ordered.filter(pl.col("session_start") >= d).select(keys).unique()
-    ahead = (
-        ordered.join(live, on=keys, how="semi")
-        .filter(pl.col("session_start") < d)
-        .group_by(keys)
-        .agg(pl.col("session_start").tail(2).first())
-    )
-    return d, midnight(min([d, *ahead["session_start"].to_list()]))
-
-
-def _monotone(ordered: pl.DataFrame) -> bool:
-    """Whether every series' sessions start in the order of its points."""
-    if ordered.height == 0:
-        return True
-    steps = ordered.select(
-        (pl.col("session_start").diff().over(SERIES_KEYS) < timedelta(0)).any()
-    ).item()
-    return not bool(steps)
+    con: duckdb.DuckDBPyConnection,
+    fresh: pl.DataFrame,
+    gpus: list[str],
+    options: JudgeOptions,
+) -> pl.DataFrame:
+    """``(D, D2)`` of the module docstring per kernel with new runs of each of ``gpus``
+    (every kernel of a GPU with a partition without baselines, whose GPU-wide control
+    crosses kernels: one cut for all of them), from the stored points and the new runs'
+    series (``fresh``: :func:`fresh_runs`).  A GPU left out is judged again whole: with
+    ``--baseline``, no stored point, or a series not in time order (the window cannot
+    tell where new points go)."""
+    if options.baseline is not None or not gpus:
+        return pl.DataFrame(schema=CUT_SCHEMA)
+    listed = {"gpus": gpus}
+    stored = {g for (g,) in con.execute(
+        "SELECT DISTINCT gpu FROM judged_points WHERE gpu IN (SELECT unnest($gpus))", listed
+    ).fetchall()}  # fmt: skip
+    disordered = {g for (g,) in con.execute(_DISORDERED_SQL, listed).fetchall()}
+    chosen = [g for g in gpus if g in stored and g not in disordered]
+    together = {g for (g,) in con.execute(_UNCONTROLLED_SQL, {"gpus": chosen}).fetchall()}
+    known: dict[str, set[str]] = {}
+    for g, k in con.execute(
+        "SELECT DISTINCT gpu, kernel FROM judged_points WHERE gpu IN (SELECT unnest($gpus))",
+        {"gpus": sorted(together)},
+    ).fetchall():
+        known.setdefault(str(g), set()).add(str(k))
+    rows: list[tuple[str, str, str]] = []
+    for gpu in chosen:
+        mine = fresh.filter(pl.col("gpu") == gpu)["kernel"].unique().sort().to_list()
+        if gpu in together:
+            rows += [(gpu, k, "*") for k in sorted({*mine, *known.get(gpu, set())})]
+        else:
+            rows += [(gpu, k, k) for k in mine]
+    if not rows:
+        return pl.DataFrame(schema=CUT_SCHEMA)
+    groups = pl.DataFrame(rows, schema=["gpu", "kernel", "grp"], orient="row")
+    con.register("kiana_groups", groups.to_arrow())
+    con.register("kiana_fresh", fresh.to_arrow())
+    try:
+        found: pl.DataFrame = con.sql(_CUT_SQL, params={"gap": options.session_gap}).pl()
+    finally:
+        con.unregister("kiana_groups")
+        con.unregister("kiana_fresh")
+    return found.select(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items())
 
 
 def window_runs(
-    con: duckdb.DuckDBPyConnection, gpu: str, cut: pl.DataFrame, options: JudgeOptions
+    con: duckdb.DuckDBPyConnection, cut: pl.DataFrame, options: JudgeOptions
 ) -> pl.DataFrame:
-    """The judgeable runs of ``gpu``'s sessions starting at or after each kernel's
+    """The judgeable runs of the sessions starting at or after each GPU's and kernel's
     ``since`` (:func:`cuts`; read from ``since`` less twice the session gap, so that
-    those sessions come out whole)."""
+    those sessions come out whole), of every GPU of ``cut`` at once."""
     from kiana.shards.runs import shard_runs
 
     margin = 2 * options.session_gap
-    start: datetime = cut["since"].min()  # type: ignore[assignment]
-    runs = shard_runs(
-        con,
-        where="gpu = $gpu AND observed_at >= $start AND kernel IN (SELECT unnest($kernels))",
-        params={"gpu": gpu, "start": start - margin, "kernels": cut["kernel"].to_list()},
-    )
+    bounds = cut.select("gpu", "kernel", (pl.col("since") - margin).alias("_from"))
+    con.register("kiana_window", bounds.to_arrow())
+    try:
+        runs = shard_runs(
+            con,
+            where="EXISTS (SELECT 1 FROM kiana_window w WHERE w.gpu = runs.gpu "
+            "AND w.kernel = runs.kernel AND runs.observed_at >= w._from)",
+        )
+    finally:
+        con.unregister("kiana_window")
     runs = runs.with_columns(pl.col("median").cast(pl.Float64).fill_nan(None)).filter(
         (pl.col("status") == "passed") & pl.col("median").is_not_null()
     )
-    runs = runs.join(cut.select("kernel", "since"), on="kernel", how="left", maintain_order="left")
-    runs = runs.filter(pl.col("observed_at") >= pl.col("since") - margin)
+    on = ["gpu", "kernel"]
+    runs = runs.join(cut.select(*on, "since"), on=on, how="left", maintain_order="left")
     indexed = runs.with_row_index("_i")
     sessions = assign_sessions(
         indexed.select("_i", *SESSION_SCOPE, "origin", "observed_at", "since"), options.session_gap
@@ -179,25 +231,19 @@ def update(
     """Bring the stored judgement up to the runs of ``con`` (module docstring), in one
     transaction; what was re-judged, in words."""
     from kiana.shards import store
-    from kiana.shards.splice import has_baselines, splice_gpu, stored
+    from kiana.shards.splice import splice
     from kiana.shards.unit import GPU_SCHEMA
 
     new = sorted(set(store.loads(con)) - set(store.stored_loads(con)))
     fresh = fresh_runs(con, new)
     gpus = sorted(set(fresh["gpu"].to_list()))
     known = {str(g) for (g,) in con.execute("SELECT gpu FROM judged_gpus").fetchall()}
-    spliced: list[str] = []
     con.execute("BEGIN TRANSACTION")
     try:
-        for gpu in (g for g in gpus if g in known and SPLICE):
-            points = stored(con, "judged_points", gpu)
-            together = not has_baselines(con, gpu)
-            found = cuts(points, fresh.filter(pl.col("gpu") == gpu), options, together=together)
-            if found is None:
-                continue
-            window = window_runs(con, gpu, found, options)
-            if splice_gpu(con, gpu, window, found, points, options, code_changes):
-                spliced.append(gpu)
+        found = cuts(con, fresh, [g for g in gpus if g in known and SPLICE], options)
+        spliced: list[str] = []
+        if found.height:
+            spliced = splice(con, window_runs(con, found, options), found, options, code_changes)
         whole = [g for g in gpus if g not in spliced]
         store.rejudge(con, options, code_changes, whole, max_runs=max_runs)
         if not whole:  # every GPU spliced: the loads still need recording
