@@ -42,8 +42,11 @@ from kiana.shards.unit import GPU_SCHEMA, Unit
 if TYPE_CHECKING:
     from kiana.stats import CodeChanges, Coverage, JudgeOptions
 
-#: Bumped whenever what is stored changes meaning: older stored judgements are rebuilt.
-STORE_VERSION = 3
+#: Bumped whenever what is stored changes meaning, or the statistics judge differently
+#: (the package version does not change between development commits): older stored
+#: judgements are rebuilt.  4: a sweep off and back must come back within its noise
+#: (:mod:`kiana.stats.outliers`), and the sitting link's bound is said.
+STORE_VERSION = 4
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
