@@ -12,7 +12,10 @@ One JSON line per step on stdout (in the order the steps end): ``step``, ``secon
 ``analyze``, the findings' count and size.  The page is written with a fixed
 ``generated_at`` and command line, so two trees' pages can be compared byte for byte
 (``cmp``).  The shard workers are other processes: their memory is not counted here
-(``bench/scale.py`` measures the tree).
+(``bench/scale.py`` measures the tree).  The ``report`` line's peak is the command's
+peak: resetting the peak also resets what the kernel reports at exit, so
+``/usr/bin/time -v`` around this script gives the largest shard worker's peak, or the
+command's after its last step, not the command's.
 """
 
 from __future__ import annotations
