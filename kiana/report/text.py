@@ -29,12 +29,13 @@ def headline(data: ReportData) -> str:
              for v in VERDICTS if v == "regression" or (v != "unchanged" and counts[v])]  # fmt: skip
     moved = ", ".join(parts)
     runs, known = data.runs, data.totals
-    versions = versions_frame(runs)["version"].to_list() if runs.height else []
-    harnesses = runs["harness"].unique().to_list() if runs.height else []
-    kernels, gpus, count = runs["kernel"].n_unique(), runs["gpu"].n_unique(), runs.height
     if known is not None:  # runs are the charts' only: every shard's totals
         versions, harnesses = known.versions["version"].to_list(), list(known.harnesses)
         kernels, gpus, count = len(known.kernels), len(known.gpus), known.counts["runs"]
+    else:
+        versions = versions_frame(runs)["version"].to_list() if runs.height else []
+        harnesses = runs["harness"].unique().to_list() if runs.height else []
+        kernels, gpus, count = runs["kernel"].n_unique(), runs["gpu"].n_unique(), runs.height
     name = display_name(harnesses) if harnesses else None
     span = f"{name or 'versions'} {versions[0]} → {versions[-1]}" if versions else "no versions"
     memory = shown.memory.height

@@ -167,13 +167,14 @@ def bounded(analysis: Analysis, options: ReportOptions) -> tuple[Judgement, pl.D
 def _charted_steps(
     shards: Iterable[pl.DataFrame], charted: pl.DataFrame
 ) -> tuple[pl.DataFrame, int]:
-    """The steps of the ``charted`` findings (the same finding keys), shard by shard,
-    and how many steps there are in every shard."""
+    """The steps of the ``charted`` findings (the same finding keys), shard by shard in
+    the judge's order (as the page of one shard filters them), and how many steps there
+    are in every shard."""
     keys = list(FINDING_KEYS)
     wanted = charted.select(keys).unique()
     kept, count = [], 0
     for steps in shards:
         count += steps.height
-        kept.append(steps.join(wanted, on=keys, how="semi"))
+        kept.append(steps.join(wanted, on=keys, how="semi", maintain_order="left"))
         del steps
     return _concat(kept), count
