@@ -308,12 +308,16 @@ def definition_list(items: Iterable[tuple[str, object]]) -> Html:
     return Html(f"<dl>{rows}</dl>")
 
 
-def capped(frame: pl.DataFrame, limit: int, what: str) -> tuple[pl.DataFrame, Html]:
-    """The first ``limit`` rows of ``frame``, and a note saying how many more there are."""
-    if frame.height <= limit:
-        return frame, Html("")
+def capped(
+    frame: pl.DataFrame, limit: int, what: str, *, total: int | None = None
+) -> tuple[pl.DataFrame, Html]:
+    """The first ``limit`` rows of ``frame``, and a note saying how many more there are
+    (of ``total``: the rows of which ``frame`` holds the first, by default its own)."""
+    total = frame.height if total is None else total
+    if total <= limit:
+        return frame.head(limit), Html("")
     return frame.head(limit), note(
-        f"This table holds the first {limit:,} of {frame.height:,} {what}, most important "
+        f"This table holds the first {limit:,} of {total:,} {what}, most important "
         f"first: kiana report --rows {limit} caps every table (--rows N for more); "
         "kiana regressions --json lists them all."
     )

@@ -13,11 +13,11 @@ import polars as pl
 
 from kiana.errors import KianaError
 from kiana.load.quality import DataQuality
-from kiana.pipeline import Counts, count_findings, listed_expr
+from kiana.pipeline import Counts, listed_expr
 from kiana.report import frames
+from kiana.report.listing import Listing, listing, ordered
 from kiana.stats import Judgement, JudgeOptions
 from kiana.stats.versions import version_table
-from kiana.vocabulary import VERDICTS, verdict_rank
 
 if TYPE_CHECKING:
     from kiana.report.totals import Totals
@@ -64,23 +64,55 @@ class ReportData:
 
 @dataclass(frozen=True)
 class Gathered:
-    """The frames of the page's sections (see :func:`gather`)."""
+    """The frames of the page's sections (see :func:`gather`).  Of the findings it
+    holds the rows the page shows only, with the counts of every one (``listing``)."""
 
     counts: dict[str, int]
     versions: pl.DataFrame  # version, version_rank, version_kind, runs
-    findings: pl.DataFrame  # latency findings, most important first, with `rank`, `listed`
-    memory_findings: pl.DataFrame
-    latency_counts: Counts  # what the latency table lists, hides and folds (as the CLI)
-    memory_counts: Counts
+    listing: Listing  # the findings tables, the charted findings, the counts of every finding
     tradeoffs: pl.DataFrame  # latency improvements paid for with a memory regression
     steps: pl.DataFrame
     runs: pl.DataFrame  # runs of the kernels, passes and GPUs the charts show
-    charted: pl.DataFrame  # the findings that get charts
     speedups: pl.DataFrame  # speedup summary rows
     flips: pl.DataFrame  # speedup pairs below 1x
     spread: pl.DataFrame  # per GPU: runs, zero spread, no spread
     coverage: dict[str, Any] | None  # judgement.coverage, when the judge gives one
     not_judged: pl.DataFrame  # judgement.quality: sessions not judged, and why
+
+    @property
+    def findings(self) -> pl.DataFrame:
+        """The latency table's rows: the first ``table_rows`` latency findings, most
+        important first, with ``rank`` and ``listed``."""
+        return self.listing.latency.rows
+
+    @property
+    def memory_findings(self) -> pl.DataFrame:
+        """The memory table's rows (as :attr:`findings`)."""
+        return self.listing.memory.rows
+
+    @property
+    def latency_counts(self) -> Counts:
+        """What the latency table lists, hides and folds (as the CLI)."""
+        return self.listing.latency.counts
+
+    @property
+    def memory_counts(self) -> Counts:
+        return self.listing.memory.counts
+
+    @property
+    def charted(self) -> pl.DataFrame:
+        """The findings that get charts."""
+        return self.listing.charted
+
+
+def findings_listing(data: ReportData) -> Listing:
+    """What the page shows of ``data``'s findings (:func:`kiana.report.listing.listing`):
+    made from ``judgement.findings``, or the one of every shard's findings that
+    ``totals`` carries when the judgement holds the rows shown only."""
+    if data.totals is not None and data.totals.listing is not None:
+        return data.totals.listing
+    options = data.options
+    return listing(data.judgement.findings, top=options.top, rows=options.table_rows)
 
 
 def own_findings(findings: pl.DataFrame) -> pl.DataFrame:
@@ -94,30 +126,18 @@ def own_findings(findings: pl.DataFrame) -> pl.DataFrame:
 
 def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """Most important first: by verdict (in :data:`kiana.vocabulary.VERDICTS` order),
-    then impact, then the size of the median change; folded baseline drift left out
-    (:func:`own_findings`).  ``listed``: what every surface lists by default
-    (:func:`kiana.pipeline.listed_expr`, the rule of ``kiana regressions``)."""
+    then impact, then the size of the median change (:func:`kiana.report.listing.ordered`;
+    ties keep their order); folded baseline drift left out (:func:`own_findings`).
+    ``listed``: what every surface lists by default (:func:`kiana.pipeline.listed_expr`,
+    the rule of ``kiana regressions``).  The page reads every finding through
+    :func:`findings_listing` instead, which keeps the rows it shows only."""
     findings = own_findings(findings)
     if findings.height == 0:
         return findings.with_columns(
             pl.lit(0, pl.Int64).alias("rank"), pl.lit(False).alias("listed")
         )
     findings = findings.with_columns(listed_expr().alias("listed"))
-    keyed = findings.with_columns(
-        verdict_rank().alias("_v"), pl.col("median_change").abs().alias("_m")
-    )
-    ordered = keyed.sort(
-        ["_v", "impact", "_m", "kernel", "pass", "provider", "gpu"],
-        descending=[False, True, True, False, False, False, False],
-        nulls_last=True,
-    ).drop("_v", "_m")
-    return ordered.with_row_index("rank", offset=1)
-
-
-def charted_findings(ordered: pl.DataFrame, options: ReportOptions) -> pl.DataFrame:
-    """The findings that get charts: the first ``options.top`` listed ones of
-    :func:`sort_findings`' order."""
-    return ordered.filter(pl.col("listed")).head(options.top)
+    return ordered(findings).with_row_index("rank", offset=1)
 
 
 def chart_scopes(steps: pl.DataFrame, charted: pl.DataFrame) -> pl.DataFrame:
@@ -143,14 +163,6 @@ def versions_frame(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def verdict_counts(findings: pl.DataFrame) -> dict[str, int]:
-    """Findings per verdict, every verdict of :data:`kiana.vocabulary.VERDICTS`."""
-    if findings.height == 0:
-        return dict.fromkeys(VERDICTS, 0)
-    counted = dict(findings.group_by("verdict").len().iter_rows())
-    return {v: int(counted.get(v, 0)) for v in VERDICTS}
-
-
 def coverage(judgement: Judgement) -> dict[str, Any] | None:
     """The judgement's ``coverage`` as a dict (``series``, ``compared``, ``not_compared``
     by reason, ``partitions``...), or None when the judge gives none or it lacks the
@@ -174,13 +186,10 @@ def not_judged(judgement: Judgement) -> pl.DataFrame:
 
 def gather(data: ReportData) -> Gathered:
     """The frames of every section, from the runs and the judgement alone."""
-    runs, steps, found = data.runs, data.judgement.steps, data.judgement.findings
-    ordered = sort_findings(found)
-    latency = ordered.filter(pl.col("metric") == "latency")
-    memory = ordered.filter(pl.col("metric") != "latency")
-    charted = charted_findings(ordered, data.options)
+    runs, steps = data.runs, data.judgement.steps
+    shown = findings_listing(data)
     # every workload of a charted kernel, pass and GPU: its sessions are found among them
-    wanted = chart_scopes(steps, charted)
+    wanted = chart_scopes(steps, shown.charted)
     chart_runs = runs.join(wanted, on=list(wanted.columns), how="semi")
     if data.totals is None:
         whole = run_counts(runs, steps.height)
@@ -194,22 +203,18 @@ def gather(data: ReportData) -> Gathered:
         "runs": whole["runs"],
         "rejects": data.quality.rejected,
         **{k: whole[k] for k in RUN_COUNTS[1:]},
-        "findings": ordered.height,
-        "folded": data.judgement.findings.height - ordered.height,
-        **verdict_counts(ordered),
+        "findings": shown.counts.own,
+        "folded": shown.counts.folded,
+        **shown.counts.verdicts,
     }
     tradeoffs = data.judgement.tradeoffs
     return Gathered(
         counts=counts,
         versions=versions,
-        findings=latency,
+        listing=shown,
         tradeoffs=tradeoffs if tradeoffs is not None else pl.DataFrame(),
-        memory_findings=memory,
-        latency_counts=_counts(found, latency=True),
-        memory_counts=_counts(found, latency=False),
         steps=steps,
         runs=chart_runs,
-        charted=charted,
         speedups=frames.speedup_summary(pairs),
         flips=pairs.filter(pl.col("speedup") < 1).sort("speedup"),
         spread=spread,
@@ -237,14 +242,6 @@ def run_counts(runs: pl.DataFrame, steps: int) -> dict[str, int]:
         "not passed": runs.height - passed.height,
         "steps": steps,
     }
-
-
-def _counts(findings: pl.DataFrame, *, latency: bool) -> Counts:
-    """The :class:`~kiana.pipeline.Counts` of one metric's findings (folded ones in)."""
-    if findings.height == 0:
-        return count_findings(findings)
-    is_latency = pl.col("metric") == "latency"
-    return count_findings(findings.filter(is_latency if latency else ~is_latency))
 
 
 def _spread(passed: pl.DataFrame) -> pl.DataFrame:

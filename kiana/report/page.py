@@ -40,6 +40,7 @@ from kiana.report.components import (
 )
 from kiana.report.culprits import culprits_html
 from kiana.report.data import Gathered, ReportData, gather
+from kiana.report.listing import Table
 from kiana.report.text import (
     coverage_line,
     coverage_text,
@@ -100,14 +101,14 @@ FINDING_COLUMNS = (
 )  # fmt: skip
 
 
-def findings_table(
-    frame: pl.DataFrame, charted: set[int], counts: Counts, *, table_id: str, limit: int
-) -> Html:
-    """The table of ``frame`` (findings of :func:`kiana.report.data.sort_findings`, one
-    metric), listing by default what ``kiana regressions`` lists (its ``listed``
-    column), with what the default hides and what is folded said under its filters
-    (``counts``: :func:`kiana.pipeline.count_findings` of the same findings)."""
-    shown, cap = capped(frame, limit, "findings")
+def findings_table(found: Table, charted: set[int], *, table_id: str, limit: int) -> Html:
+    """The table of one metric's findings (``found``, a
+    :class:`~kiana.report.listing.Table`: its first rows in
+    :func:`kiana.report.data.sort_findings`' order), listing by default what ``kiana
+    regressions`` lists (its ``listed`` column), with what the default hides and what
+    is folded said under its filters (``found.counts``:
+    :func:`kiana.pipeline.count_findings` of the same findings)."""
+    shown, cap = capped(found.rows, limit, "findings", total=found.height)
     rows = [
         Row(_finding_cells(r, charted), {"listed": "yes" if r.get("listed") else "no"})
         for r in shown.iter_rows(named=True)
@@ -123,19 +124,15 @@ def findings_table(
         columns, rows, id=table_id, sortable=True, empty="no findings",
         none="no finding matches the filters (verdict 'all' shows every finding)",
     )  # fmt: skip
-    options = {
-        key: sorted({str(v) for v in frame[key].to_list() if v is not None})
-        for key in ("verdict", "kernel", "provider", "gpu")
-    }
     what = "memory findings" if table_id == "memory-table" else "latency findings"
     of = (
-        f" rows of this table (the first {limit:,} of {frame.height:,} {what})"
-        if frame.height > limit
+        f" rows of this table (the first {limit:,} of {found.height:,} {what})"
+        if found.height > limit
         else f" {what}"
     )
     preset = {"verdict": ("listed", "listed (as kiana regressions)")}
-    bar = filter_bar(table_id, options, preset=preset, of=None)
-    said = Html(f'<p class="note">{counter(table_id, of)}. {listed_text(counts)}</p>')
+    bar = filter_bar(table_id, found.options, preset=preset, of=None)
+    said = Html(f'<p class="note">{counter(table_id, of)}. {listed_text(found.counts)}</p>')
     return Html(f'{bar}{said}<div class="scroll">{body}</div>{cap}')
 
 
@@ -181,10 +178,10 @@ def _verdict_rank(verdict: object) -> int:
 
 
 def memory_section(g: Gathered, charted: set[int], limit: int) -> Html:
-    if g.memory_findings.height == 0:
+    if g.listing.memory.height == 0:
         return note(f"No memory findings ({g.counts['memory runs']:,} memory runs).")
     return tradeoff_table(g.tradeoffs, limit) + findings_table(
-        g.memory_findings, charted, g.memory_counts, table_id="memory-table", limit=limit
+        g.listing.memory, charted, table_id="memory-table", limit=limit
     )
 
 
@@ -332,7 +329,7 @@ def render(data: ReportData) -> str:
     charted = {int(r) for r in g.charted["rank"].to_list()} if g.charted.height else set()
     sections: list[tuple[str, Callable[[], Html], str | None]] = [
         ("summary", lambda: summary(g, name), None),
-        ("findings", lambda: findings_table(g.findings, charted, g.latency_counts,
+        ("findings", lambda: findings_table(g.listing.latency, charted,
                                             table_id="findings-table", limit=rows),
          "One row per kernel, timed pass, provider, GPU and pair of sessions, judged on its "
          f"whole workload sweep; change: its estimate (pooled, control-adjusted for {who}; "

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from kiana.harness import display_name
-from kiana.report.data import ReportData, coverage, own_findings, versions_frame
+from kiana.report.data import ReportData, coverage, findings_listing, versions_frame
 from kiana.vocabulary import VERDICTS
 
 
@@ -22,28 +22,26 @@ def _n(count: int, word: str) -> str:
 
 def headline(data: ReportData) -> str:
     """One line: the findings by verdict (unchanged aside), among how many, on what."""
-    from kiana.pipeline import count_findings
-
-    found = data.judgement.findings
-    own = own_findings(found)
-    counts = count_findings(found).verdicts
+    shown = findings_listing(data)
+    counts, own = shown.counts.verdicts, shown.counts.own
     # the regressions always (0 answers the page's question), the other verdicts found
     parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
              for v in VERDICTS if v == "regression" or (v != "unchanged" and counts[v])]  # fmt: skip
     moved = ", ".join(parts)
     runs, known = data.runs, data.totals
-    versions = versions_frame(runs)["version"].to_list() if runs.height else []
-    harnesses = runs["harness"].unique().to_list() if runs.height else []
-    kernels, gpus, count = runs["kernel"].n_unique(), runs["gpu"].n_unique(), runs.height
     if known is not None:  # runs are the charts' only: every shard's totals
         versions, harnesses = known.versions["version"].to_list(), list(known.harnesses)
         kernels, gpus, count = len(known.kernels), len(known.gpus), known.counts["runs"]
+    else:
+        versions = versions_frame(runs)["version"].to_list() if runs.height else []
+        harnesses = runs["harness"].unique().to_list() if runs.height else []
+        kernels, gpus, count = runs["kernel"].n_unique(), runs["gpu"].n_unique(), runs.height
     name = display_name(harnesses) if harnesses else None
     span = f"{name or 'versions'} {versions[0]} → {versions[-1]}" if versions else "no versions"
-    memory = own.filter(pl.col("metric") == "memory").height if own.height else 0
-    split = f" ({own.height - memory:,} latency, {memory:,} memory)" if memory else ""
+    memory = shown.memory.height
+    split = f" ({own - memory:,} latency, {memory:,} memory)" if memory else ""
     return (
-        f"{moved} among {_n(own.height, 'finding')}{split}: "
+        f"{moved} among {_n(own, 'finding')}{split}: "
         f"{_n(kernels, 'kernel')} on {_n(gpus, 'GPU')}, "
         f"{span} ({_n(len(versions), 'version')}, {_n(count, 'run')})."
     )

@@ -3,11 +3,12 @@
 With one shard, :func:`kiana.commands.report.collect` hands the page every run and
 step (:attr:`kiana.pipeline.Analysis.runs`, ``.judgement``).  With more
 (:mod:`kiana.shards`), that would hold the whole database in memory; instead
-:func:`bounded` keeps only what the charts draw, the steps of the charted findings
-(:func:`kiana.report.data.charted_findings`, as the page charts them) and the runs of their
-kernels, passes, GPUs and metrics, and :func:`totals` gathers what the page says about every
-run and step one shard at a time: the counts, the version table, the speed-up pairs
-and the spread per GPU, in a :class:`Totals` (``ReportData.totals``).
+:func:`bounded` keeps only what the page shows: the findings of its tables and charts
+(:class:`kiana.report.listing.Listing`, with the counts of every finding), the steps of
+the charted findings and the runs of their kernels, passes, GPUs and metrics; and
+:func:`totals` gathers what the page says about every run and step one shard at a
+time: the counts, the version table, the speed-up pairs and the spread per GPU, in a
+:class:`Totals` (``ReportData.totals``).
 
 Partitions, series and GPUs never cross a shard, so per-shard counts add up, per-GPU
 frames concatenate and versions are unions; the speed-ups of each shard are ranked by
@@ -34,8 +35,10 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from kiana.report import frames
-from kiana.report.data import RUN_COUNTS, _spread, chart_scopes, charted_findings, sort_findings
+from kiana.report.data import RUN_COUNTS, _spread, chart_scopes
+from kiana.report.listing import Listing, listing
 from kiana.stats.versions import version_table
+from kiana.vocabulary import FINDING_KEYS
 
 if TYPE_CHECKING:
     from kiana.pipeline import Analysis
@@ -59,6 +62,9 @@ class Totals:
     kernels: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()
     harnesses: tuple[str | None, ...] = ()  #: every run's harness (None: none named)
+    #: What the page shows of every finding, when ``judgement.findings`` holds the
+    #: rows shown only (:func:`bounded`).
+    listing: Listing | None = None
 
 
 def _columns(runs: pl.DataFrame, wanted: tuple[str, ...]) -> list[str]:
@@ -144,15 +150,31 @@ def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
 
 
 def bounded(analysis: Analysis, options: ReportOptions) -> tuple[Judgement, pl.DataFrame, Totals]:
-    """The judgement with the charted findings' steps only (the findings selected and
-    annotated, everything else whole), the runs of the kernels, passes, GPUs and
-    metrics they chart, and the :class:`Totals` of every shard.  Through
-    :class:`~kiana.shards.Judged`'s own readers (``runs()``, ``steps()``,
-    ``steps_of``), so a judgement on disk or stored in the database reads the same."""
+    """The judgement with the findings the page shows and the charted findings' steps
+    only (everything else whole), the runs of the kernels, passes, GPUs and metrics
+    they chart, and the :class:`Totals` of every shard, with the
+    :class:`~kiana.report.listing.Listing` of every finding.  Through
+    :class:`~kiana.shards.Judged`'s own readers (``runs()``, ``steps()``), one shard at
+    a time, so a judgement on disk or stored in the database reads the same."""
     judged = analysis.judged
-    charted = charted_findings(sort_findings(analysis.findings), options)
-    steps = analysis.steps_of(charted)
-    judgement = dataclasses.replace(judged.judgement(steps), findings=analysis.findings)
-    counted = sum(frame.height for frame in judged.steps())
-    known, kept = _totals(judged.runs, counted, chart_scopes(steps, charted))
-    return judgement, _concat(kept), known
+    shown = listing(analysis.findings, top=options.top, rows=options.table_rows)
+    steps, counted = _charted_steps(judged.steps(), shown.charted)
+    judgement = dataclasses.replace(judged.judgement(steps), findings=shown.rows())
+    known, kept = _totals(judged.runs, counted, chart_scopes(steps, shown.charted))
+    return judgement, _concat(kept), dataclasses.replace(known, listing=shown)
+
+
+def _charted_steps(
+    shards: Iterable[pl.DataFrame], charted: pl.DataFrame
+) -> tuple[pl.DataFrame, int]:
+    """The steps of the ``charted`` findings (the same finding keys), shard by shard in
+    the judge's order (as the page of one shard filters them), and how many steps there
+    are in every shard."""
+    keys = list(FINDING_KEYS)
+    wanted = charted.select(keys).unique()
+    kept, count = [], 0
+    for steps in shards:
+        count += steps.height
+        kept.append(steps.join(wanted, on=keys, how="semi", maintain_order="left"))
+        del steps
+    return _concat(kept), count

@@ -8,11 +8,11 @@ import re
 
 import polars as pl
 
-from kiana.pipeline import count_findings
 from kiana.report import ReportData, assets, components, page
 from kiana.report.charts import sweep_spec
 from kiana.report.culprits import culprits_html
-from kiana.report.data import gather, sort_findings
+from kiana.report.data import gather
+from kiana.report.listing import listing
 from kiana.report.text import plain_sentence
 from kiana.stats import Judgement
 from tests.report_fixtures import sample_findings, sample_runs, sample_steps
@@ -63,9 +63,8 @@ def test_a_capped_table_names_the_cap_and_the_option() -> None:
 
 
 def test_the_findings_counter_says_what_it_counts() -> None:
-    findings = sort_findings(sample_findings())
-    counts = count_findings(sample_findings())
-    html = str(page.findings_table(findings, set(), counts, table_id="findings-table", limit=1))
+    found = listing(sample_findings(), top=30, rows=1).latency
+    html = str(page.findings_table(found, set(), table_id="findings-table", limit=1))
     assert 'data-of=" rows of this table (the first 1 of 2 latency findings)"' in html
 
 
@@ -82,9 +81,8 @@ def test_the_table_marks_the_rows_kiana_regressions_lists() -> None:
         ),
         sample_findings().head(1).with_columns(provider=pl.lit("liger_cutile"), **drift),
     ], how="diagonal_relaxed")  # fmt: skip
-    ordered = sort_findings(findings)
-    html = str(page.findings_table(ordered, set(), count_findings(findings),
-                                   table_id="findings-table", limit=10))  # fmt: skip
+    found = listing(findings, top=30, rows=10).latency
+    html = str(page.findings_table(found, set(), table_id="findings-table", limit=10))
     marks = re.findall(r'<tr data-verdict="(\w+)" data-kernel="[^"]*" data-provider="(\w+)"'
                        r'[^>]*data-listed="(yes|no)"', html)  # fmt: skip
     assert sorted(marks) == [
