@@ -145,3 +145,14 @@ def test_a_database_of_an_older_unknown_schema_is_refused(old: Path) -> None:
         kiana.load.connect(old)
     assert "new database file" in (caught.value.hint or "")
     assert _meta(old) == "1"
+
+
+def test_the_migration_keeps_the_stored_order_of_the_runs(old: Path) -> None:
+    with duckdb.connect(str(old)) as con:
+        before = [r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()]
+    con = kiana.load.connect(old)
+    try:
+        after = [r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()]
+    finally:
+        con.close()
+    assert after == before
