@@ -122,7 +122,8 @@ def listed_expr() -> pl.Expr:
     )
 
 
-def _folded(findings: pl.DataFrame) -> pl.Expr:
+def folded_expr(findings: pl.DataFrame) -> pl.Expr:
+    """True for a finding folded into another (a baseline's drift it explains)."""
     if "folded" not in findings.columns:
         return pl.lit(False)
     return pl.col("folded").fill_null(False)
@@ -172,8 +173,8 @@ def count_findings(findings: pl.DataFrame) -> Counts:
     """The :class:`Counts` of a findings frame (the one place that counts findings)."""
     from kiana.vocabulary import VERDICTS
 
-    folded = findings.filter(_folded(findings))
-    own = findings.filter(~_folded(findings))
+    folded = findings.filter(folded_expr(findings))
+    own = findings.filter(~folded_expr(findings))
     per = dict(own.group_by("verdict").len().iter_rows()) if own.height else {}
     listed = own.filter(listed_expr()) if own.height else own
     rest = own.filter(~listed_expr()) if own.height else own
@@ -228,7 +229,7 @@ class Analysis:
         could not be decided (:func:`listed_expr`); ``everything``: every finding of its
         own (unchanged ones and baseline drift too).  Folded findings never: the finding
         of the code under test they explain names them."""
-        own = self.findings.filter(~_folded(self.findings))
+        own = self.findings.filter(~folded_expr(self.findings))
         return own if everything or own.height == 0 else own.filter(listed_expr())
 
     def table(self, *, everything: bool = False) -> pl.DataFrame:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.pipeline import Counts, count_findings, listed_expr
+from kiana.pipeline import Counts, count_findings, folded_expr, listed_expr
 from kiana.vocabulary import verdict_rank
 
 #: The columns of a finding that order, count and filter it (those the frame has).
@@ -60,12 +60,6 @@ def ordered(findings: pl.DataFrame, *extra: str) -> pl.DataFrame:
     return keyed.sort(columns, descending=descending, nulls_last=True, maintain_order=True).drop(
         "_v", "_m"
     )
-
-
-def _folded(findings: pl.DataFrame) -> pl.Expr:
-    if "folded" not in findings.columns:
-        return pl.lit(False)
-    return pl.col("folded").fill_null(False)
 
 
 @dataclass(frozen=True)
@@ -102,7 +96,7 @@ def listing(findings: pl.DataFrame, *, top: int, rows: int) -> Listing:
     """The :class:`Listing` of ``findings``: tables of their first ``rows`` latency and
     memory findings, and the ``top`` listed ones to chart (see the module docstring)."""
     keys = findings.select([c for c in KEYS if c in findings.columns]).with_row_index("_row")
-    own = keys.filter(~_folded(keys))
+    own = keys.filter(~folded_expr(keys))
     order = ordered(own, "_row").with_columns(listed_expr().alias("listed"))
     order = order.with_row_index("rank", offset=1)
     is_latency = pl.col("metric") == "latency"
