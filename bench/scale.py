@@ -84,6 +84,7 @@ def timed(argv: list[str], *, stdout: Path | None = None) -> dict[str, Any]:
     largest sum over the command's process tree (sampled twice a second), which is
     what a command with worker processes (the shards' judges) holds at once;
     ``command_peak_bytes`` the command's own process, its workers aside (sampled)."""
+    OUT.mkdir(parents=True, exist_ok=True)  # bench/incremental.py may come first
     log = OUT / f"time-{os.getpid()}-{time.monotonic_ns()}.log"
     load = os.getloadavg()[0]
     started = time.perf_counter()
