@@ -241,10 +241,9 @@ def sigmas(
     frame = attach_scales(steps, calibration, component="workload")
     frame = attach_scales(frame, calibration, component="sitting")
     if factors is not None and "_group" in frame.columns:
-        link = factors["exponent"] if "exponent" in factors.columns else pl.lit(1.0)
         frame = frame.join(
-            factors.select("_group", "f2w", "f2s", link.alias("_b")), on="_group", how="left",
-            maintain_order="left",
+            factors.select("_group", "f2w", "f2s", pl.col("exponent").alias("_b")),
+            on="_group", how="left", maintain_order="left",
         )  # fmt: skip
         frame = (
             frame.with_columns(

@@ -61,36 +61,32 @@ def test_one_workload_off_then_the_whole_sweep_moving_back_is_two_changes() -> N
     assert set(found["verdict"]) == {"regression", "improvement"}
 
 
-def _sweep(levels: list[float], versions: list[str]) -> pl.DataFrame:
-    """Five workloads at the relative ``levels`` (one session each, 9 days apart), a
-    small deterministic jitter per workload and session."""
+VERSIONS = ["0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0", "0.9.0", "0.9.1"]
+
+
+def _sweep(levels: list[float]) -> pl.DataFrame:
+    """Five workloads at the relative ``levels`` of :data:`VERSIONS`' sessions (9 days
+    apart), a small deterministic jitter per workload and session."""
     rows: list[dict] = []
     for w in range(5):
-        for d, (v, level) in enumerate(zip(versions, levels, strict=True)):
+        for d, (v, level) in enumerate(zip(VERSIONS, levels, strict=True)):
             jitter = 1.0 + 0.0007 * (((w * 7 + d * 3) % 5) - 2)
             rows.append(run(v, 100.0 * (w + 1) * level * jitter, workload=f"w{w}", day=9 * d,
                             minute=w, spread=0.005))  # fmt: skip
     return frame(rows)
 
 
-VERSIONS = ["0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0", "0.9.0", "0.9.1"]
-
-
 def test_a_change_and_a_revert_that_leaves_a_residual_are_two_changes() -> None:
     # -11% at 0.9.0, then +16% under the same label: the sweep ends 3.2% above where
     # it was, far beyond its noise, so not one session off and back.
-    result = judge(frame_of([1.0, 1.0, 1.0, 1.0, 0.89, 0.89 * 1.16, 0.89 * 1.16]))
+    result = judge(_sweep([1.0, 1.0, 1.0, 1.0, 0.89, 0.89 * 1.16, 0.89 * 1.16]))
     verdicts = result.findings.sort("from_session")["verdict"].to_list()
     assert verdicts[3:5] == ["improvement", "regression"]
     assert result.quality.filter(pl.col("kind") == "outlier").height == 0
 
 
 def test_a_whole_sweep_off_and_exactly_back_is_an_outlier() -> None:
-    result = judge(frame_of([1.0, 1.0, 1.0, 1.0, 0.89, 1.0, 1.0]))
+    result = judge(_sweep([1.0, 1.0, 1.0, 1.0, 0.89, 1.0, 1.0]))
     verdicts = result.findings.sort("from_session")["verdict"].to_list()
     assert verdicts[3:5] == ["inconclusive", "inconclusive"]
     assert result.quality.filter(pl.col("kind") == "outlier").height == 5  # every workload
-
-
-def frame_of(levels: list[float]) -> pl.DataFrame:
-    return _sweep(levels, VERSIONS)
