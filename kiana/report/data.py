@@ -13,7 +13,7 @@ import polars as pl
 
 from kiana.errors import KianaError
 from kiana.load.quality import DataQuality
-from kiana.pipeline import Counts, listed_expr
+from kiana.pipeline import Counts, folded_expr, listed_expr
 from kiana.report import frames
 from kiana.report.listing import Listing, listing, ordered
 from kiana.stats import Judgement, JudgeOptions
@@ -119,9 +119,7 @@ def own_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """The findings that are news of their own: a baseline provider's drift folded into
     the finding of the code under test it explains (``folded``, named in that finding's evidence) is not
     listed or counted again."""
-    if "folded" not in findings.columns:
-        return findings
-    return findings.filter(~pl.col("folded").fill_null(False))
+    return findings.filter(~folded_expr(findings))
 
 
 def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
