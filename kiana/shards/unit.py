@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from kiana.shards import creep
-from kiana.stats import Judgement, JudgeOptions, judge
+from kiana.stats import Judgement, JudgeOptions, judge_stage
 from kiana.stats.calfit import prefix_cut, step_time
 from kiana.stats.calibration import Calibration, sigmas
 from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
@@ -82,9 +82,9 @@ def judge_unit(
     ``calibration``) and give the stored frames (module docstring).  Change points are
     searched here from scratch; :mod:`kiana.shards.incremental` resumes them instead."""
     stage = stage_of(runs, options, code_changes)
-    judgement = judge(
-        runs, dataclasses.replace(options, changepoints=False), calibration=calibration,
-        code_changes=code_changes, require_baseline=False,
+    judgement = judge_stage(
+        stage, runs, dataclasses.replace(options, changepoints=False), calibration=calibration,
+        require_baseline=False,
     )  # fmt: skip
     cal = judgement.calibration
     points = point_frame(stage, cal, options)

@@ -199,7 +199,18 @@ def judge(
     GPU's shard of a database whose other GPUs have it: no step, as judging every run
     gives for this GPU)."""
     options = options or JudgeOptions()
-    stage = _stage(runs, options, code_changes)
+    return judge_stage(
+        _stage(runs, options, code_changes), runs, options,
+        calibration=calibration, require_baseline=require_baseline,
+    )  # fmt: skip
+
+
+def judge_stage(
+    stage: _Stage, runs: pl.DataFrame, options: JudgeOptions, *,
+    calibration: Calibration | None = None, require_baseline: bool = True,
+) -> Judgement:  # fmt: skip
+    """:func:`judge` from its first stage (``_stage`` of ``runs``, computed once by a
+    caller that reads it too: :func:`kiana.shards.unit.judge_unit`)."""
     if require_baseline:
         check_baseline(stage.versions, options.baseline)
     if calibration is None and options.calibrate:
