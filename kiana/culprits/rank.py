@@ -271,6 +271,8 @@ def annotate(
         return frame.with_columns(
             pl.lit(None, CULPRIT_DTYPE if n == "culprits" else pl.String).alias(n) for n in names
         )
+    if finder.repo is None and _plain_times(frame):
+        return frame.with_columns(_hints(frame, finder, names))
     distinct = frame.select(keys).unique(maintain_order=True)
     values = [finder.annotate_row(row) for row in distinct.iter_rows(named=True)]
     table = distinct.with_columns(
@@ -278,3 +280,51 @@ def annotate(
         for n in names
     )
     return frame.join(table, on=keys, how="left", nulls_equal=True, maintain_order="left")
+
+
+#: The years whose ISO form both polars and Python write with four digits.
+_YEARS = (1000, 9998)
+
+
+def _plain_times(frame: pl.DataFrame) -> bool:
+    """Whether the hints of ``frame`` may be written by :func:`_hints`: both session
+    times naive datetimes, every one within :data:`_YEARS` (a hostile row's year 1 or
+    9999 takes the row-by-row path, whose overflow guard it needs)."""
+    naive = pl.Datetime("us")
+    columns = ("from_observed_at", "to_observed_at")
+    if any(frame.schema.get(c) != naive for c in columns):
+        return False
+    years = frame.select(
+        *(pl.col(c).dt.year().min().alias(f"{c}_lo") for c in columns),
+        *(pl.col(c).dt.year().max().alias(f"{c}_hi") for c in columns),
+    ).row(0)
+    return all(y is None or _YEARS[0] <= y <= _YEARS[1] for y in years)
+
+
+def _hints(frame: pl.DataFrame, finder: Finder, names: list[str]) -> list[pl.Expr]:
+    """The culprit columns without a repository (every row's ``git log --since --until``
+    hint, as :meth:`Finder.annotate_row` writes it), as expressions: one lookup of the
+    kernels' paths, no loop over rows."""
+    subject = pl.col("is_subject").fill_null(False) & (pl.col("kernel").fill_null("") != "")
+    since = pl.col("from_observed_at").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    until = (pl.col("to_observed_at") + SLACK).dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    mode = "--first-parent" if finder.first_parent else "--no-merges"
+    kernels = frame.get_column("kernel").drop_nulls().unique().to_list()
+    tails = {k: shlex.join(["--", *finder.files(k, None).pathspecs()]) for k in kernels}
+    # the window's two arguments hold only digits, letters, "-", ":" and "=": nothing
+    # shlex quotes (None, as the f-string of the row-by-row path writes a missing time)
+    command = pl.concat_str(
+        pl.lit(shlex.join(["git", "log", mode, "--name-only"]) + " --since="),
+        since.fill_null("None"),
+        pl.lit(" --until="),
+        until.fill_null("None"),
+        pl.lit(" "),
+        pl.col("kernel").replace_strict(tails, default="--", return_dtype=pl.String),
+    )
+    columns = {
+        "culprits": pl.lit(None, CULPRIT_DTYPE),
+        "culprits_since": since,
+        "culprits_until": until,
+        "culprits_command": command,
+    }
+    return [pl.when(subject).then(columns[n]).otherwise(None).alias(n) for n in names]
