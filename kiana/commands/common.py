@@ -139,6 +139,11 @@ _FAILURES: tuple[tuple[tuple[str, ...], str, str], ...] = (
         "interrupted: the command was rolled back, the database is as it was",
         "run it again",
     ),
+    (
+        ("out of memory",),
+        "DuckDB ran out of memory: the command was rolled back",
+        "give it more with --memory-limit SIZE, or free memory on this machine",
+    ),
 )
 
 

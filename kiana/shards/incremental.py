@@ -31,7 +31,9 @@ first new run (or the start of the stored session it joins):
 Change points are resumed (or searched again) on the partitions whose points changed.  What is
 judged again in full instead (exact anyway, only slower): a GPU new to the store; a
 GPU whose calibration would change (:func:`kiana.stats.calfit.prefix_size`: its steps
-reach the next rung, or ``D`` is at or before the calibration's cut); a GPU whose
+reach the next rung, or ``t`` is at or before the calibration's cut: every step whose value
+can change has a session at or after ``t``, and a step is ordered by its later session, so
+the steps the calibration is fitted on are untouched when ``t`` comes after its cut); a GPU whose
 version labels would be ordered otherwise in the window (labels that are not releases
 are placed by time, across kernels), or whose stored series are not in time order (a
 later label measured earlier: the window cannot tell where new points go); and every
@@ -71,11 +73,12 @@ def fresh_runs(con: duckdb.DuckDBPyConnection, new: list[int]) -> pl.DataFrame:
     )
 
 
-#: One row per GPU and kernel re-judged: ``gpu``, ``kernel``, ``own`` (``D``) and
-#: ``since`` (``D2``).
+#: One row per GPU and kernel re-judged: ``gpu``, ``kernel``, ``own`` (``D``),
+#: ``since`` (``D2``) and ``first`` (``t``: the first new run, or the start of the stored
+#: session it joins).
 CUT_SCHEMA: dict[str, pl.DataType] = {
     "gpu": pl.String(), "kernel": pl.String(), "own": pl.Datetime("us"),
-    "since": pl.Datetime("us"),
+    "since": pl.Datetime("us"), "first": pl.Datetime("us"),
 }  # fmt: skip
 
 #: ``(D, D2)`` of the module docstring per group of kernels (``grp``: a kernel, or
@@ -112,8 +115,8 @@ ahead AS (SELECT p.gpu, p.grp, min(p.session_start) AS a
           GROUP BY p.gpu, p.grp, p.partition_id, p.provider, p.metric),
 since AS (SELECT d.gpu, d.grp, d.d, date_trunc('day', least(d.d, coalesce(min(a.a), d.d))) AS s
           FROM d LEFT JOIN ahead a USING (gpu, grp) GROUP BY d.gpu, d.grp, d.d)
-SELECT g.gpu, g.kernel, since.d AS own, since.s AS since
-FROM since JOIN kiana_groups g USING (gpu, grp) ORDER BY ALL
+SELECT g.gpu, g.kernel, since.d AS own, since.s AS since, t.t AS "first"
+FROM since JOIN t USING (gpu, grp) JOIN kiana_groups g USING (gpu, grp) ORDER BY ALL
 """
 
 #: The GPUs with a stored series whose sessions do not start in the order of its points
@@ -219,6 +222,12 @@ def window_runs(
 
 #: Splice new sessions into a GPU's stored judgement (False: re-judge touched GPUs whole).
 SPLICE = True
+#: DuckDB's memory during an update (unless set lower): its queries over the stored
+#: judgement (the cuts, the windows' runs, the rows replaced) spill beyond it, instead of
+#: DuckDB keeping what it read up to 80% of RAM (6.5 GiB at 10M runs before the windows
+#: were judged).  What the update's transaction holds comes on top of the share the GPUs
+#: judged again whole are read with (:func:`kiana.shards.held`).
+UPDATE_SHARE = 1 << 30
 
 
 def update(
@@ -230,7 +239,7 @@ def update(
 ) -> str:
     """Bring the stored judgement up to the runs of ``con`` (module docstring), in one
     transaction; what was re-judged, in words."""
-    from kiana.shards import store
+    from kiana.shards import _duckdb_share, store
     from kiana.shards.splice import splice
     from kiana.shards.unit import GPU_SCHEMA
 
@@ -238,20 +247,25 @@ def update(
     fresh = fresh_runs(con, new)
     gpus = sorted(set(fresh["gpu"].to_list()))
     known = {str(g) for (g,) in con.execute("SELECT gpu FROM judged_gpus").fetchall()}
-    con.execute("BEGIN TRANSACTION")
-    try:
-        found = cuts(con, fresh, [g for g in gpus if g in known and SPLICE], options)
-        spliced: list[str] = []
-        if found.height:
-            spliced = splice(con, window_runs(con, found, options), found, options, code_changes)
-        whole = [g for g in gpus if g not in spliced]
-        store.rejudge(con, options, code_changes, whole, max_runs=max_runs)
-        if not whole:  # every GPU spliced: the loads still need recording
-            store.finish(con, options, pl.DataFrame(schema=GPU_SCHEMA), [])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+    with _duckdb_share(con, UPDATE_SHARE):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            found = cuts(con, fresh, [g for g in gpus if g in known and SPLICE], options)
+            spliced: list[str] = []
+            if found.height:
+                window = window_runs(con, found, options)
+                spliced = splice(con, window, found, options, code_changes)
+                del window
+            whole = [g for g in gpus if g not in spliced]
+            store.rejudge(con, options, code_changes, whole, max_runs=max_runs)
+            if not whole:  # every GPU spliced: the loads still need recording
+                store.finish(con, options, pl.DataFrame(schema=GPU_SCHEMA), [])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            con.execute(f"SET memory_limit = '{limit}'")  # a share the failure left set
+            raise
     return (
         f"stored judgement updated: {len(spliced)} GPU(s) from their newest sessions, "
         f"{len(whole)} judged again in full"

@@ -27,7 +27,7 @@ from kiana.stats.calibration import Calibration
 from kiana.stats.coverage import REASONS
 from kiana.stats.pooling import KEYS
 from kiana.stats.versions import version_table
-from kiana.vocabulary import FINDING_KEYS, verdict_rank
+from kiana.vocabulary import FINDING_KEYS, VERDICTS, verdict_rank
 
 
 def order_findings(findings: pl.DataFrame) -> pl.DataFrame:
@@ -43,6 +43,18 @@ def order_findings(findings: pl.DataFrame) -> pl.DataFrame:
         )
         .drop("_rank")
     )
+
+
+def findings_order_sql() -> str:
+    """:func:`order_findings` as an SQL ``ORDER BY`` list (DuckDB sorts a stored
+    judgement's findings as it reads them, without a second copy in memory): the same
+    keys, directions and null order (polars puts nulls first either way); the finding
+    keys are unique, so the order is total."""
+    rank = " ".join(f"WHEN '{v}' THEN {i}" for i, v in enumerate(VERDICTS))
+    parts = [f"CASE verdict {rank} ELSE {len(VERDICTS)} END ASC NULLS FIRST",
+             "is_subject DESC NULLS FIRST", "impact DESC NULLS FIRST"]  # fmt: skip
+    parts += [f'"{k}" ASC NULLS FIRST' for k in KEYS]
+    return ", ".join(parts)
 
 
 def merge_coverage(parts: list[Coverage]) -> Coverage:

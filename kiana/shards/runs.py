@@ -110,17 +110,28 @@ def _origins_sql() -> str:
     """
 
 
-def write_origins(con: duckdb.DuckDBPyConnection, folder: Path) -> Path:
-    """Every run's origin, once, as Parquet partitioned by GPU under ``folder``: the
-    labels are one long table, read in one pass here instead of once per shard."""
+def write_origins(
+    con: duckdb.DuckDBPyConnection, folder: Path, gpus: Collection[str] | None = None
+) -> Path:
+    """Every run's origin (of the ``gpus`` named: the shards to be judged), once, as
+    Parquet partitioned by GPU under ``folder``: the labels are one long table, read in
+    one pass here instead of once per shard."""
     commit, csv = ORIGIN_LABELS
     target = folder / "origins"
     quoted = "'" + str(target).replace("'", "''") + "'"
+    named = sorted(gpus) if gpus is not None else []
+    where = (
+        "WHERE r.gpu IN (" + ", ".join(f"$g{i}" for i in range(len(named))) + ")"
+        if gpus is not None and named
+        else ""
+    )
+    params: dict[str, object] = {"commit": commit, "csv": csv}
+    params.update({f"g{i}": gpu for i, gpu in enumerate(named)})
     con.execute(
         f"COPY (SELECT r.gpu, o.run_id, o.origin FROM ({_origins_sql()}) o "
-        "JOIN runs r USING (run_id)) "
+        f"JOIN runs r USING (run_id) {where}) "
         f"TO {quoted} (FORMAT parquet, PARTITION_BY (gpu), OVERWRITE_OR_IGNORE)",
-        {"commit": commit, "csv": csv},
+        params,
     )
     return target
 

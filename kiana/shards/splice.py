@@ -85,7 +85,9 @@ def splice(
     names = sorted(set(cut["gpu"].to_list()))
     rows = query(con, "SELECT * FROM judged_gpus WHERE gpu IN (SELECT unnest($g))", {"g": names})
     gpus = {str(r["gpu"]): r for r in rows.iter_rows(named=True)}
-    earliest = dict(cut.group_by("gpu").agg(pl.col("own").min()).iter_rows())
+    # the calibration rests on the steps up to its cut: none may change (module docstring
+    # of kiana.shards.incremental: every changed step has a session at or after ``first``)
+    earliest = dict(cut.group_by("gpu").agg(pl.col("first").min()).iter_rows())
     present = set(window["gpu"].unique().to_list())
     names = [
         g for g in names

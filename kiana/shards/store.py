@@ -293,7 +293,7 @@ def rejudge(
         return
     for table in TABLES:
         con.execute(f"DELETE FROM {table} WHERE gpu IN (SELECT unnest($g))", {"g": gpus})
-    rows = list(_judge_units(con, options, code_changes, max_runs, gpus))
+    rows = list(_judge_units(con, options, code_changes, max_runs, gpus, spill=True))
     judged = pl.concat(rows) if rows else pl.DataFrame(schema=GPU_SCHEMA)
     finish(con, options, judged, gpus)
 
@@ -304,9 +304,12 @@ def _judge_units(
     code_changes: CodeChanges | None,
     max_runs: int | None,
     only: list[str] | None = None,
+    *,
+    spill: bool = False,
 ) -> Iterator[pl.DataFrame]:
     """Judge and insert every shard (of the GPUs ``only`` names); yield each one's
-    :attr:`Unit.gpus`."""
+    :attr:`Unit.gpus`.  ``spill``: even one shard in a worker process (an update's GPUs
+    judged again whole: the command keeps its own memory for the rest of the update)."""
     import shutil
     import tempfile
 
@@ -316,7 +319,9 @@ def _judge_units(
     folder = Path(tempfile.mkdtemp(prefix="kiana-store-"))
     try:
         for index, runs in enumerate(
-            shard_inputs(con, options, max_runs=max_runs, folder=lambda: folder, only=only)
+            shard_inputs(
+                con, options, max_runs=max_runs, folder=lambda: folder, only=only, spill=spill
+            )
         ):
             if isinstance(runs, pl.DataFrame):
                 unit = judge_unit(runs, options, code_changes)[1]

@@ -100,6 +100,12 @@ def test_a_corrupt_block_read_under_a_command_is_a_clear_error(tmp_path: Path) -
             "disk is full",
         ),
         (duckdb.InterruptException("INTERRUPT Error: Interrupted!"), "interrupted"),
+        (
+            duckdb.OutOfMemoryException(
+                "Out of Memory Error: failed to allocate data of size 16.0 MiB"
+            ),
+            "DuckDB ran out of memory",
+        ),
         (duckdb.Error("Something else\nline two"), "the database failed: Something else"),
     ],
 )

@@ -26,8 +26,10 @@ pytestmark = pytest.mark.heavy  # each case judges a corpus first
 OPTIONS = JudgeOptions()
 
 
-def _reference_group(ordered: pl.DataFrame, fresh: pl.DataFrame) -> tuple[datetime, datetime]:
-    """``(D, D2)`` of one group of kernels, by the module docstring's words."""
+def _reference_group(
+    ordered: pl.DataFrame, fresh: pl.DataFrame
+) -> tuple[datetime, datetime, datetime]:
+    """``(D, D2, t)`` of one group of kernels, by the module docstring's words."""
     t: datetime = fresh["first"].min()  # type: ignore[assignment]
     joined = ordered.filter(pl.col("last_observed_at") >= t - OPTIONS.session_gap)
     if joined.height:
@@ -47,7 +49,7 @@ def _reference_group(ordered: pl.DataFrame, fresh: pl.DataFrame) -> tuple[dateti
         .group_by(keys)
         .agg(pl.col("session_start").tail(2).first())
     )
-    return d, incremental.midnight(min([d, *ahead["session_start"].to_list()]))
+    return d, incremental.midnight(min([d, *ahead["session_start"].to_list()])), t
 
 
 def reference_cuts(con: Any, fresh: pl.DataFrame, gpus: list[str]) -> pl.DataFrame:

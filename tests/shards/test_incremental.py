@@ -281,3 +281,61 @@ def test_regressions_stores_and_reads_while_another_process_reads(
         assert store.status(con, OPTIONS, None) == "current"
     finally:
         con.close()
+
+
+def test_gpus_judged_again_whole_in_several_shards(
+    db: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update that judges GPUs again whole (every touched GPU: splicing off), one
+    shard each, on runs with origins: the origins of those GPUs alone are read
+    (:func:`kiana.shards.write_origins`), inside the update's transaction, and the
+    result is the judgement of every run."""
+    from kiana.shards import incremental
+
+    monkeypatch.setattr(incremental, "SPLICE", False)
+    config = CorpusConfig(seed=6, kernels=("rms_norm", "layer_norm"), sweep_size=2)
+    docs = []
+    for doc in generate(config).documents():
+        day, gpu = (
+            doc["run"]["spec"]["observedAt"][:10],
+            doc["environment"]["spec"]["hardware"]["product"],
+        )
+        doc["run"]["metadata"]["labels"] |= {"liger_commit": f"{day}-{gpu}", "liger_csv": "x.csv"}
+        docs.append(doc)
+    old, new = _split(_by_time(docs), 0.9)
+    kiana.load.load_documents(db, old)
+    judge_all(db, OPTIONS, max_runs=1)
+    kiana.load.load_documents(db, new)
+    stored = judge_all(db, OPTIONS, max_runs=1)
+    assert isinstance(stored, StoredJudged)
+    prefix = "stored judgement updated: 0 GPU(s) from their newest sessions, "
+    assert stored.note.startswith(prefix) and int(stored.note[len(prefix) :].split()[0]) >= 2
+    assert_same(stored, judge_all(db, OPTIONS, full=True, store=False))
+
+
+@pytest.mark.usefixtures("small_prefix")
+def test_spliced_when_the_day_cut_is_before_the_calibration_cut(
+    db: duckdb.DuckDBPyConnection, history_docs: list[Any]
+) -> None:
+    """The re-judged steps start at ``D`` (midnight, or the last point before the new
+    runs), before the GPU's calibration cut here; but every step whose value can change
+    has a session at or after ``t`` (the first new run), after the cut: its calibration
+    stands and the GPU is spliced, not judged again whole."""
+    from kiana.shards import incremental
+
+    n = len(history_docs)
+    old, new = history_docs[: int(n * 0.9)], history_docs[int(n * 0.9) : int(n * 0.91)]
+    kiana.load.load_documents(db, old)
+    judge_all(db, OPTIONS)
+    cal = dict(db.execute("SELECT gpu, cut FROM judged_gpus").fetchall())
+    kiana.load.load_documents(db, new)
+    fresh = incremental.fresh_runs(db, sorted(set(store.loads(db)) - set(store.stored_loads(db))))
+    found = incremental.cuts(db, fresh, sorted(set(fresh["gpu"].to_list())), OPTIONS)
+    rows = found.group_by("gpu").agg(pl.col("own").min(), pl.col("first").min()).rows()
+    assert [(own <= cal[g] < first) for g, own, first in rows] == [True]
+    stored = judge_all(db, OPTIONS)
+    assert isinstance(stored, StoredJudged)
+    assert stored.note.startswith(
+        "stored judgement updated: 1 GPU(s) from their newest sessions, 0"
+    )
+    assert_same(stored, judge_all(db, OPTIONS, full=True, store=False))

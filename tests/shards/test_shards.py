@@ -183,6 +183,26 @@ def test_origins_are_read_once_and_match(commits: duckdb.DuckDBPyConnection) -> 
     assert_same(judge_all(commits, EXACT, max_runs=1), judge_all(commits, EXACT))
 
 
+def test_origins_of_the_gpus_named_only(commits: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    from kiana.shards import write_origins
+
+    gpus = sorted(str(g) for (g,) in commits.execute("SELECT DISTINCT gpu FROM runs").fetchall())
+    origins = write_origins(commits, tmp_path, gpus[:1])
+    written = pl.read_parquet(origins / "**" / "*.parquet", hive_partitioning=True)
+    expected = commits.execute("SELECT count(*) FROM runs WHERE gpu = ?", [gpus[0]]).fetchall()
+    assert len(gpus) > 1 and written["gpu"].unique().to_list() == gpus[:1]
+    assert written.height == expected[0][0]
+
+
+def test_an_error_in_a_transaction_is_not_masked_by_the_memory_share() -> None:
+    from kiana.shards import _duckdb_share
+
+    con = duckdb.connect()
+    con.execute("BEGIN TRANSACTION")
+    with pytest.raises(duckdb.InvalidInputException, match="boom"), _duckdb_share(con, 64 << 20):
+        con.execute("SELECT error('boom')")
+
+
 @pytest.mark.heavy
 def test_a_script_without_a_main_guard_judges_several_shards(tmp_path: Path) -> None:
     """Shards are judged in fresh interpreters, not multiprocessing's ``spawn`` (which
