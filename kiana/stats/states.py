@@ -175,7 +175,8 @@ def fit_link(a: np.ndarray, weights: np.ndarray, sitting: SittingLikelihood) -> 
     for exponent in EXPONENTS:
         ll = sitting(exponent)
         top = ll.max(axis=1, keepdims=True)
-        value = float((np.log((post * np.exp(ll - top)).sum(axis=1)) + top[:, 0]).sum())
+        with np.errstate(divide="ignore"):  # a group no factor of this link explains: -inf
+            value = float((np.log((post * np.exp(ll - top)).sum(axis=1)) + top[:, 0]).sum())
         if value > best + 1e-9:
             best, chosen = value, exponent
     return chosen
