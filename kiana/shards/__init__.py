@@ -110,17 +110,18 @@ def shard_inputs(
     max_runs: int | None = None,
     folder: Callable[[], Path],
     only: Collection[str] | None = None,
-    spill: bool = False,
+    spill: int | None = None,
 ) -> Iterator[pl.DataFrame | Path]:
     """Each shard's runs (:func:`plan`; ``only``: of the GPUs named): in memory when
-    there is one shard (and not ``spill``), else written to a Parquet file under
-    ``folder()`` for a worker process, one shard at a time (every run's origin read once
-    first, DuckDB's memory held low meanwhile)."""
+    there is one shard (of fewer than ``spill`` runs, when given), else written to a
+    Parquet file under ``folder()`` for a worker process, one shard at a time (every
+    run's origin read once first, DuckDB's memory held low meanwhile)."""
     check_baseline_of(con, options)
     shards = plan(con, max_runs=max_runs, only=only)
     if only is not None and not shards:
         return
-    if len(shards) <= 1 and not (spill and shards):
+    large = spill is not None and bool(shards) and shards[0].runs >= spill
+    if len(shards) <= 1 and not large:
         yield shard_runs(con, shards[0] if only is not None and shards else None)
         return
     with _duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as scratch:

@@ -279,6 +279,12 @@ def rebuild(
         raise
 
 
+#: An update judges the GPUs it re-judges whole in a worker process from this many
+#: runs on (a 0.5M-run GPU at 10M runs: 2.4 GiB more in the command otherwise); fewer
+#: are judged in the command, which a worker's start would cost more than it saves.
+SPILL_RUNS = 100_000
+
+
 def rejudge(
     con: duckdb.DuckDBPyConnection,
     options: JudgeOptions,
@@ -293,7 +299,7 @@ def rejudge(
         return
     for table in TABLES:
         con.execute(f"DELETE FROM {table} WHERE gpu IN (SELECT unnest($g))", {"g": gpus})
-    rows = list(_judge_units(con, options, code_changes, max_runs, gpus, spill=True))
+    rows = list(_judge_units(con, options, code_changes, max_runs, gpus, spill=SPILL_RUNS))
     judged = pl.concat(rows) if rows else pl.DataFrame(schema=GPU_SCHEMA)
     finish(con, options, judged, gpus)
 
@@ -305,11 +311,12 @@ def _judge_units(
     max_runs: int | None,
     only: list[str] | None = None,
     *,
-    spill: bool = False,
+    spill: int | None = None,
 ) -> Iterator[pl.DataFrame]:
     """Judge and insert every shard (of the GPUs ``only`` names); yield each one's
-    :attr:`Unit.gpus`.  ``spill``: even one shard in a worker process (an update's GPUs
-    judged again whole: the command keeps its own memory for the rest of the update)."""
+    :attr:`Unit.gpus`.  ``spill``: one shard of at least that many runs in a worker
+    process too (an update's GPUs judged again whole: the command keeps its memory for
+    the rest of the update)."""
     import shutil
     import tempfile
 

@@ -339,3 +339,26 @@ def test_spliced_when_the_day_cut_is_before_the_calibration_cut(
         "stored judgement updated: 1 GPU(s) from their newest sessions, 0"
     )
     assert_same(stored, judge_all(db, OPTIONS, full=True, store=False))
+
+
+def test_a_large_gpu_judged_again_whole_in_a_worker(
+    db: duckdb.DuckDBPyConnection, tiny_docs: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update's one GPU judged again whole goes to a worker process when it is large
+    (:data:`kiana.shards.store.SPILL_RUNS`, lowered here): the same judgement."""
+    from kiana.shards import incremental, worker
+
+    monkeypatch.setattr(incremental, "SPLICE", False)
+    monkeypatch.setattr(store, "SPILL_RUNS", 1)
+    calls: list[object] = []
+    run_unit = worker.run_unit
+    monkeypatch.setattr(worker, "run_unit", lambda *a: calls.append(a) or run_unit(*a))
+    old, new = _split(tiny_docs, 0.9)
+    kiana.load.load_documents(db, old)
+    judge_all(db, OPTIONS)
+    kiana.load.load_documents(db, new)
+    stored = judge_all(db, OPTIONS)
+    assert isinstance(stored, StoredJudged)
+    assert stored.note.endswith("0 GPU(s) from their newest sessions, 1 judged again in full")
+    assert len(calls) == 1
+    assert_same(stored, judge_all(db, OPTIONS, full=True, store=False))
