@@ -130,19 +130,46 @@ def measure(size: str, base: Path, new: Path, rounds: int) -> list[dict[str, Any
         # the fixed cost of any `kiana regressions` of this database: start, open, read the
         # stored judgement (current now), culprit columns, table
         row["read"] = timed([*KIANA, "regressions", "--db", str(dbs["incremental"])])
-        row["identical_findings"] = _findings(dbs["incremental"]).equals(_findings(dbs["full"]))
+        mine, theirs = _findings(dbs["incremental"]), _findings(dbs["full"])
+        row["identical_findings"] = mine.equals(theirs)
+        if not row["identical_findings"]:
+            row["differences"] = _differences(mine, theirs)
         row["ratio"] = round(row["incremental"]["seconds"] / row["full"]["seconds"], 4)
         row["cpu_ratio"] = round(row["incremental"]["cpu_seconds"] / row["full"]["cpu_seconds"], 4)
         row["commit"] = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
         ).stdout.strip()
         for db in dbs.values():
-            db.unlink()
+            if row["identical_findings"]:
+                db.unlink()
+            else:  # kept, to be read: which findings differ, and why
+                print(f"findings differ: {db} kept", flush=True)
         print(_line(row), flush=True)
         results.append(row)
         with (OUT / "results.jsonl").open("a") as sink:
             sink.write(json.dumps(row) + "\n")
     return results
+
+
+def _differences(a: Any, b: Any) -> dict[str, Any]:
+    """Where two findings frames differ: their heights, the findings (keys) in one only,
+    and per column the number of findings present in both whose value differs."""
+    import polars as pl
+
+    from kiana.vocabulary import FINDING_KEYS
+
+    keys = list(FINDING_KEYS)
+    both = a.join(b, on=keys, how="inner", suffix="_full", nulls_equal=True)
+    columns = {
+        c: int(both.filter(pl.col(c).ne_missing(pl.col(f"{c}_full"))).height)
+        for c in a.columns if c not in keys and f"{c}_full" in both.columns
+    }  # fmt: skip
+    return {
+        "heights": [a.height, b.height],
+        "incremental_only": a.join(b, on=keys, how="anti", nulls_equal=True).head(5).rows(),
+        "full_only": b.join(a, on=keys, how="anti", nulls_equal=True).head(5).rows(),
+        "columns": {c: n for c, n in columns.items() if n},
+    }
 
 
 def _line(row: dict[str, Any]) -> str:
