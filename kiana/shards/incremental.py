@@ -247,8 +247,7 @@ def update(
     fresh = fresh_runs(con, new)
     gpus = sorted(set(fresh["gpu"].to_list()))
     known = {str(g) for (g,) in con.execute("SELECT gpu FROM judged_gpus").fetchall()}
-    (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
-    with _duckdb_share(con, UPDATE_SHARE):
+    with _duckdb_share(con, UPDATE_SHARE):  # restored after, on a failure too
         con.execute("BEGIN TRANSACTION")
         try:
             found = cuts(con, fresh, [g for g in gpus if g in known and SPLICE], options)
@@ -264,7 +263,6 @@ def update(
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
-            con.execute(f"SET memory_limit = '{limit}'")  # a share the failure left set
             raise
     return (
         f"stored judgement updated: {len(spliced)} GPU(s) from their newest sessions, "

@@ -29,32 +29,34 @@ from kiana.stats.pooling import KEYS
 from kiana.stats.versions import version_table
 from kiana.vocabulary import FINDING_KEYS, VERDICTS, verdict_rank
 
+#: The judge's order of findings (:func:`kiana.stats.sweeps.findings`): verdict (its
+#: rank, ``_rank``), the code under test first, impact, then the finding keys, each
+#: with whether it sorts descending.
+FINDING_ORDER: tuple[tuple[str, bool], ...] = (
+    ("_rank", False), ("is_subject", True), ("impact", True), *((k, False) for k in KEYS),
+)  # fmt: skip
+
 
 def order_findings(findings: pl.DataFrame) -> pl.DataFrame:
-    """Findings in the judge's order (:func:`kiana.stats.sweeps.findings`): verdict,
-    the code under test first, impact, then the finding keys."""
+    """Findings in the judge's order (:data:`FINDING_ORDER`)."""
     if findings.height == 0:
         return findings
     return (
         findings.with_columns(verdict_rank("verdict").alias("_rank"))
-        .sort(
-            ["_rank", "is_subject", "impact", *KEYS],
-            descending=[False, True, True] + [False] * len(KEYS),
-        )
+        .sort([c for c, _ in FINDING_ORDER], descending=[d for _, d in FINDING_ORDER])
         .drop("_rank")
     )
 
 
 def findings_order_sql() -> str:
-    """:func:`order_findings` as an SQL ``ORDER BY`` list (DuckDB sorts a stored
-    judgement's findings as it reads them, without a second copy in memory): the same
-    keys, directions and null order (polars puts nulls first either way); the finding
-    keys are unique, so the order is total."""
+    """:data:`FINDING_ORDER` as an SQL ``ORDER BY`` list (DuckDB sorts a stored
+    judgement's findings as it reads them, without a second copy in memory), with the
+    null order of :func:`order_findings` (polars puts nulls first either way); the
+    finding keys are unique, so the order is total."""
     rank = " ".join(f"WHEN '{v}' THEN {i}" for i, v in enumerate(VERDICTS))
-    parts = [f"CASE verdict {rank} ELSE {len(VERDICTS)} END ASC NULLS FIRST",
-             "is_subject DESC NULLS FIRST", "impact DESC NULLS FIRST"]  # fmt: skip
-    parts += [f'"{k}" ASC NULLS FIRST' for k in KEYS]
-    return ", ".join(parts)
+    sql = {"_rank": f"CASE verdict {rank} ELSE {len(VERDICTS)} END"}
+    terms = [(sql.get(c, '"' + c + '"'), "DESC" if d else "ASC") for c, d in FINDING_ORDER]
+    return ", ".join(f"{term} {way} NULLS FIRST" for term, way in terms)
 
 
 def merge_coverage(parts: list[Coverage]) -> Coverage:

@@ -119,14 +119,10 @@ def write_origins(
     commit, csv = ORIGIN_LABELS
     target = folder / "origins"
     quoted = "'" + str(target).replace("'", "''") + "'"
-    named = sorted(gpus) if gpus is not None else []
-    where = (
-        "WHERE r.gpu IN (" + ", ".join(f"$g{i}" for i in range(len(named))) + ")"
-        if gpus is not None and named
-        else ""
-    )
+    where = "" if gpus is None else "WHERE r.gpu IN (SELECT unnest($gpus))"
     params: dict[str, object] = {"commit": commit, "csv": csv}
-    params.update({f"g{i}": gpu for i, gpu in enumerate(named)})
+    if gpus is not None:
+        params["gpus"] = sorted(gpus)
     con.execute(
         f"COPY (SELECT r.gpu, o.run_id, o.origin FROM ({_origins_sql()}) o "
         f"JOIN runs r USING (run_id) {where}) "

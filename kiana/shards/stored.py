@@ -13,7 +13,7 @@ the judge makes them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -48,11 +48,11 @@ class StoredJudged(Judged):
         # DuckDB sorts the findings as it reads them (a second copy in polars otherwise:
         # 0.7 GiB at 10M runs); then keeps what it read up to its limit: not here
         order = findings_order_sql()
-        self._findings = con.sql(f"SELECT * FROM judged_findings ORDER BY {order}").pl()
+        findings = con.sql(f"SELECT * FROM judged_findings ORDER BY {order}").pl()
         with _duckdb_share(con):
-            self._read(options)
+            self._read(options, findings)
 
-    def _read(self, options: JudgeOptions) -> None:
+    def _read(self, options: JudgeOptions, findings: pl.DataFrame) -> None:
         from kiana.stats import _no_nan
         from kiana.stats.tradeoffs import tradeoffs
 
@@ -63,7 +63,6 @@ class StoredJudged(Judged):
         ]
         self.runs_total = int(gpus["runs"].sum())
         self.runs_judged = int(gpus["runs_judged"].sum())
-        findings, self._findings = self._findings, pl.DataFrame()
         self._small["findings"] = [findings]
         self._small["quality"] = [self._quality()]
         self._small["changepoints"] = [
@@ -81,24 +80,25 @@ class StoredJudged(Judged):
     def _quality(self) -> pl.DataFrame:
         """Conflicts, outliers and A/A pairs, as the judge lists them."""
         from kiana.stats.quality import quality
-        from kiana.stats.reruns import rerun_quality
 
         con = self._con
         conflicts = con.sql(
             f"SELECT * FROM judged_points WHERE conflict ORDER BY {SERIES_ORDER}, position"
         ).pl()
         outliers = con.sql(f"SELECT * FROM judged_outliers ORDER BY {SERIES_ORDER}, {POS}").pl()
-        parts = [quality(conflicts), outliers.drop(POS), self._reruns(rerun_quality)]
+        parts = [quality(conflicts), outliers.drop(POS), self._reruns()]
         merged: pl.DataFrame = pl.concat(parts, how="vertical_relaxed")
         return merged
 
-    def _reruns(self, rerun_quality: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame:
+    def _reruns(self) -> pl.DataFrame:
         """``rerun_quality`` of every stored A/A step, read one GPU at a time (1.6M A/A
         steps at 10M runs: 1.8 GiB read whole), in the order it gives them all at once:
         its groups come in the order of their first row once the steps are sorted by
-        workload (a stable sort of the steps in series order), so each GPU's groups
-        carry that row's workload and series position, and all are sorted by them."""
-        keys = ["kernel", "pass", "provider", "gpu", "metric", "from_session", "to_session"]
+        workload (:func:`kiana.stats.reruns.rerun_steps`, the steps in series order), so
+        each GPU's groups carry that row's workload and series position, and all are
+        sorted by them."""
+        from kiana.stats.reruns import RERUN_KEYS, rerun_quality, rerun_steps
+
         first = {"_o_w": "workload", "_o_part": "partition_id", "_o_prov": "provider",
                  "_o_metric": "metric", "_o_pos": POS}  # fmt: skip
         parts = []
@@ -108,9 +108,8 @@ class StoredJudged(Judged):
                 params={"gpu": gpu},
             ).pl()
             firsts = (
-                aa.filter(pl.col("aa") & pl.col("log_ratio").is_not_null())
-                .sort("workload")
-                .group_by(keys, maintain_order=True)
+                rerun_steps(aa)
+                .group_by(RERUN_KEYS, maintain_order=True)
                 .agg(pl.col(c).first().alias(a) for a, c in first.items())
             )
             parts.append(rerun_quality(aa).hstack(firsts.select(*first)))

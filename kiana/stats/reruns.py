@@ -50,13 +50,23 @@ def mark_reruns(steps: pl.DataFrame, gap: timedelta) -> pl.DataFrame:
     return steps.with_columns(aa.alias("aa"))
 
 
+#: What one ``rerun`` quality row is of: a provider's A/A pair of sessions.
+RERUN_KEYS: tuple[str, ...] = (
+    "kernel", "pass", "provider", "gpu", "metric", "from_session", "to_session",
+)  # fmt: skip
+
+
+def rerun_steps(steps: pl.DataFrame) -> pl.DataFrame:
+    """The A/A steps :func:`rerun_quality` groups, sorted by workload: its groups come
+    in the order of their first row here."""
+    return steps.filter(pl.col("aa") & pl.col("log_ratio").is_not_null()).sort("workload")
+
+
 def rerun_quality(steps: pl.DataFrame) -> pl.DataFrame:
     """One ``rerun`` quality row per provider and A/A pair of sessions."""
-    keys = ["kernel", "pass", "provider", "gpu", "metric", "from_session", "to_session"]
-    aa = steps.filter(pl.col("aa") & pl.col("log_ratio").is_not_null())
     grouped = (
-        aa.sort("workload")
-        .group_by(keys, maintain_order=True)
+        rerun_steps(steps)
+        .group_by(RERUN_KEYS, maintain_order=True)
         .agg(
             pl.col("to_version").first().alias("version"),
             pl.col("from_origin").first(),
