@@ -494,6 +494,7 @@ def one_corpus(
     merged = labelled.join(mine, on=UNIT, how="left").with_columns(
         pl.col("kiana").fill_null("not reported")
     )
+    merged = bridged(merged, findings)
     merged = contenders(frame.join(histories, on=GROUP, how="anti"), merged)
     quality = result.quality.filter(pl.col("kind") == "conflict")
     conflicts = truth.filter(pl.col("effect") == "conflict").select(
@@ -519,6 +520,47 @@ def one_corpus(
     )
     history = history_rows(result, truth, sessions, seed)
     return merged.with_columns(pl.lit(seed).alias("seed")), extra, history
+
+
+def bridged(merged: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
+    """``merged`` with kiana's bridges (``basis`` ``bridge``, :mod:`kiana.stats.bridges`:
+    a change between two sessions across one too noisy to place it in) counted on the
+    two units they cover: a bridge is *true* when one of them has the true change it
+    reports, which is then found (``kiana``; ``bridge`` says so); the other unit is not
+    charged.  A false bridge is charged to each covered unit it did not flag already,
+    so one false bridge is two false findings."""
+    spans = findings.filter(
+        pl.col("provider") == "liger", pl.col("metric") == "latency", pl.col("basis") == "bridge"
+    ).select(*GROUP, pl.col("from_session").alias("_p"), pl.col("to_session").alias("_n"),
+             pl.col("verdict").alias("_bridge"))  # fmt: skip
+    first = merged.join(spans, left_on=[*GROUP, "from_session"], right_on=[*GROUP, "_p"])
+    second = merged.join(spans, left_on=[*GROUP, "to_session"], right_on=[*GROUP, "_n"])
+    covered = pl.concat(
+        [
+            first.join(merged.select(*GROUP, pl.col("from_session").alias("_s"), pl.col("to_session").alias("_n")),
+                       left_on=[*GROUP, "to_session", "_n"], right_on=[*GROUP, "_s", "_n"], how="semi")
+            .select(*UNIT, "effect", "_bridge", pl.col("from_session").alias("_p"), "_n"),
+            second.join(merged.select(*GROUP, pl.col("from_session").alias("_p"), pl.col("to_session").alias("_s")),
+                        left_on=[*GROUP, "_p", "from_session"], right_on=[*GROUP, "_p", "_s"], how="semi")
+            .select(*UNIT, "effect", "_bridge", "_p", pl.col("to_session").alias("_n")),
+        ]
+    )  # fmt: skip
+    true = (pl.col("effect") == pl.col("_bridge")).any().over(*GROUP, "_p", "_n")
+    charged = (
+        covered.with_columns(true.alias("_true"))
+        .filter((pl.col("effect") == pl.col("_bridge")) | ~pl.col("_true"))
+        .group_by(UNIT)
+        .agg(pl.col("_bridge").first())
+    )
+    kept = pl.col("kiana").is_in(FLAGS) | pl.col("_bridge").is_null()
+    return (
+        merged.join(charged, on=UNIT, how="left")
+        .with_columns(
+            (~kept).alias("bridge"),
+            pl.when(kept).then(pl.col("kiana")).otherwise(pl.col("_bridge")).alias("kiana"),
+        )
+        .drop("_bridge")
+    )
 
 
 def _equals(value: str, verdict: pl.Expr) -> pl.Expr:
@@ -669,6 +711,10 @@ def headline(merged: pl.DataFrame, noise: str) -> list[tuple[str, ...]]:
             for m in METHODS
         ]  # fmt: skip
         rows.append((name, noise, str(frame.height), *cells, target))
+        if name.startswith(">= 10%"):
+            by = frame.filter(pl.col("kiana") == "regression")
+            share = f"{by['bridge'].mean():.3f}" if by.height else "-"
+            rows.append(("  of those found, through a bridge", noise, str(by.height), share, "-", "-", ""))
     opposite = {"regression": "improvement", "improvement": "regression"}
     flagged = found.filter(pl.col("effect").is_in(FLAGS))
     wrong = [

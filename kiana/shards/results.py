@@ -25,27 +25,10 @@ import polars as pl
 from kiana.stats import Coverage, Judgement
 from kiana.stats.calibration import Calibration
 from kiana.stats.coverage import REASONS
-from kiana.stats.pooling import KEYS
+from kiana.stats.sweeps import FINDING_ORDER
+from kiana.stats.sweeps import order_findings as order_findings
 from kiana.stats.versions import version_table
-from kiana.vocabulary import FINDING_KEYS, VERDICTS, verdict_rank
-
-#: The judge's order of findings (:func:`kiana.stats.sweeps.findings`): verdict (its
-#: rank, ``_rank``), the code under test first, impact, then the finding keys, each
-#: with whether it sorts descending.
-FINDING_ORDER: tuple[tuple[str, bool], ...] = (
-    ("_rank", False), ("is_subject", True), ("impact", True), *((k, False) for k in KEYS),
-)  # fmt: skip
-
-
-def order_findings(findings: pl.DataFrame) -> pl.DataFrame:
-    """Findings in the judge's order (:data:`FINDING_ORDER`)."""
-    if findings.height == 0:
-        return findings
-    return (
-        findings.with_columns(verdict_rank("verdict").alias("_rank"))
-        .sort([c for c, _ in FINDING_ORDER], descending=[d for _, d in FINDING_ORDER])
-        .drop("_rank")
-    )
+from kiana.vocabulary import FINDING_KEYS, VERDICTS
 
 
 def findings_order_sql() -> str:

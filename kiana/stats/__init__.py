@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from kiana.stats import bridges
 from kiana.stats.calfit import earliest, fit, state_factors
 from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
@@ -52,7 +53,7 @@ from kiana.stats.series import judgeable, points
 from kiana.stats.sessions import session_label
 from kiana.stats.states import group_key
 from kiana.stats.steps import decide, measure, pair_points
-from kiana.stats.sweeps import FINDING_COLUMNS
+from kiana.stats.sweeps import FINDING_COLUMNS, order_findings
 from kiana.stats.sweeps import findings as _findings
 from kiana.stats.tradeoffs import tradeoffs as _tradeoffs
 from kiana.stats.versions import check_baseline, gpu_version_ranks, parse_version, version_table
@@ -222,6 +223,8 @@ def judge_stage(
     steps = decide(attach_controls(steps, stage.points, noise, options), options)
     steps, outliers = mark_outliers(steps, options)
     found = _no_nan(_findings(steps, options))
+    if options.calibrate and calibration is not None and options.baseline is None:
+        found = _with_bridges(found, stage, outliers, calibration, options)
     pts = noise(stage.points).with_columns(
         (pl.col("measured").pow(2) + pl.col("workload_sigma").pow(2) / 2.0).sqrt().alias("sigma")
     )
@@ -240,6 +243,27 @@ def judge_stage(
         tradeoffs=_no_nan(_tradeoffs(found, options.session_gap)),
         calibration=calibration,
     )
+
+
+def _with_bridges(
+    found: pl.DataFrame, stage: _Stage, outliers: pl.DataFrame, calibration: Calibration,
+    options: JudgeOptions,
+) -> pl.DataFrame:  # fmt: skip
+    """``found`` and the findings of its bridges (:mod:`kiana.stats.bridges`): the
+    sessions on either side of one too noisy to place a change in, judged as one step
+    by the same stages, with the same calibration."""
+    cands = bridges.candidates(found)
+    if cands.height == 0:
+        return found
+    paired = pair_points(bridges.bridge_points(stage.points, cands), options)
+    grouped = group_key(bridges.mark(paired, stage.steps, cands))
+    noise = _sigmas(calibration, options, grouped)
+    steps = decide(attach_controls(measure(noise(grouped)), stage.points, noise, options), options)
+    judged = _findings(bridges.mark_outliers(steps, outliers), options)
+    kept = bridges.keep(_no_nan(judged), cands, options)
+    if kept.height == 0:
+        return found
+    return order_findings(pl.concat([found, kept], how="vertical_relaxed"))
 
 
 def _narrow(steps: pl.DataFrame) -> pl.DataFrame:

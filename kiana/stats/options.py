@@ -54,6 +54,10 @@ class JudgeOptions:
     session_gap
         Runs of one sitting further apart than this start a new session
         (:mod:`kiana.stats.sessions`).
+    bridge_separation
+        The separation a *bridge* needs (two sessions compared across one too noisy
+        to place a change in, :mod:`kiana.stats.bridges`): a second look, so a higher
+        bar (default twice ``separation``; ``inf``: no bridges).
     """
 
     threshold: float = 0.03
@@ -68,6 +72,7 @@ class JudgeOptions:
     changepoint_min_size: int = 3
     changepoint_max_pvalue: float = 0.001
     session_gap: timedelta = SESSION_GAP
+    bridge_separation: float = 6.0
 
     def __post_init__(self) -> None:
         checks = [
@@ -75,6 +80,7 @@ class JudgeOptions:
             ("separation", self.separation, self.separation > 0.0),
             ("gross_change", self.gross_change, self.gross_change > 0.0),
             ("resolution", self.resolution, self.resolution > 0.0),
+            ("bridge_separation", self.bridge_separation, self.bridge_separation > 0.0),
             ("memory_noise_floor", self.memory_noise_floor, self.memory_noise_floor > 0.0),
             ("changepoint_min_size", self.changepoint_min_size, self.changepoint_min_size >= 1),
             (

@@ -89,6 +89,24 @@ FINDING_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+#: The judge's order of findings: verdict (its rank, ``_rank``), the code under test
+#: first, impact, then the finding keys, each with whether it sorts descending.
+FINDING_ORDER: tuple[tuple[str, bool], ...] = (
+    ("_rank", False), ("is_subject", True), ("impact", True), *((k, False) for k in KEYS),
+)  # fmt: skip
+
+
+def order_findings(findings: pl.DataFrame) -> pl.DataFrame:
+    """Findings in the judge's order (:data:`FINDING_ORDER`)."""
+    if findings.height == 0:
+        return findings
+    return (
+        findings.with_columns(verdict_rank("verdict").alias("_rank"))
+        .sort([c for c, _ in FINDING_ORDER], descending=[d for _, d in FINDING_ORDER])
+        .drop("_rank")
+    )
+
+
 @dataclass(frozen=True)
 class Rule:
     """One basis of a finding: a row of the table of :func:`rules` (in the shape of
@@ -301,11 +319,7 @@ def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     g = g.with_columns(((carried == 1) & (pl.col("_runs") <= 1)).alias("single_run"))
     g = g.with_columns(_evidence(options).alias("evidence"))
     g = fold_baselines(g)
-    return (
-        g.with_columns(verdict_rank("verdict").alias("_rank"))
-        .sort(["_rank", "is_subject", "impact", *KEYS], descending=[False, True, True] + [False] * len(KEYS))
-        .select(FINDING_COLUMNS)
-    )  # fmt: skip
+    return order_findings(g.select(FINDING_COLUMNS))
 
 
 def _reruns(options: JudgeOptions) -> pl.Expr:
