@@ -445,7 +445,12 @@ def judged(con: object) -> tuple[pl.DataFrame, object]:
         return frame, judge(frame)
     from kiana.stats import JudgeOptions
 
-    options = JudgeOptions(separation=SEPARATION) if SEPARATION is not None else None
+    chosen = {
+        name: value
+        for name, value in (("separation", SEPARATION), ("bridge_separation", BRIDGE_SEPARATION))
+        if value is not None
+    }
+    options = JudgeOptions(**chosen) if chosen else None  # type: ignore[arg-type]
     analysis = analyze(con, options=options)  # type: ignore[arg-type]
     return analysis.runs, analysis.judgement
 
@@ -453,6 +458,8 @@ def judged(con: object) -> tuple[pl.DataFrame, object]:
 #: ``--separation``: judge with this separation instead of the default (the trade-off
 #: between false findings and recall, one point per run).
 SEPARATION: float | None = None
+#: ``--bridge-separation``: the bar of a bridge (kiana.stats.bridges) instead of the default.
+BRIDGE_SEPARATION: float | None = None
 
 
 def judge_folder(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Any, float]:
@@ -714,7 +721,9 @@ def headline(merged: pl.DataFrame, noise: str) -> list[tuple[str, ...]]:
         if name.startswith(">= 10%"):
             by = frame.filter(pl.col("kiana") == "regression")
             share = f"{by['bridge'].mean():.3f}" if by.height else "-"
-            rows.append(("  of those found, through a bridge", noise, str(by.height), share, "-", "-", ""))
+            rows.append(
+                ("  of those found, through a bridge", noise, str(by.height), share, "-", "-", "")
+            )
     opposite = {"regression": "improvement", "improvement": "regression"}
     flagged = found.filter(pl.col("effect").is_in(FLAGS))
     wrong = [
@@ -807,11 +816,16 @@ def main() -> None:
         help="judge with this separation (default: kiana's); one point of the trade-off curve",
     )  # fmt: skip
     parser.add_argument(
+        "--bridge-separation", type=float, default=None,
+        help="judge bridges at this separation (default: kiana's; inf: no bridges)",
+    )  # fmt: skip
+    parser.add_argument(
         "--misses", action="store_true", help="list kiana's misses (implies --details)"
     )
     args = parser.parse_args()
-    global SEPARATION
+    global SEPARATION, BRIDGE_SEPARATION
     SEPARATION = args.separation
+    BRIDGE_SEPARATION = args.bridge_separation
     changes = {
         "min_noise_multiple": args.min_noise_multiple,
         "session_noise": args.session_noise,

@@ -34,7 +34,7 @@ import math
 from pathlib import Path
 
 import polars as pl
-from detection import UNIT, judge_folder, markdown, release_units
+from detection import UNIT, bridged, judge_folder, markdown, release_units
 
 from kiana.stats import JudgeOptions
 from kiana.stats.pooling import deviation, lone_cut
@@ -118,8 +118,27 @@ def _regressions(
         ~pl.col("case").is_in(["outlier", "conflict"]),
         pl.col("effect") == "regression",
         pl.col("change") >= min_change,
-    ).join(findings.select(*UNIT, *FINDING).rename({"change": "kiana_change"}), on=UNIT, how="left")
-    found = found.with_columns((pl.col("verdict").fill_null("-") != "regression").alias("missed"))
+    ).join(
+        findings.filter(pl.col("basis") != "bridge")
+        .select(*UNIT, *FINDING)
+        .rename({"change": "kiana_change"}),
+        on=UNIT,
+        how="left",
+    )
+    # Found on its own step, or by a bridge over it (detection.bridged: a change between two
+    # sessions across one too noisy to place it in).
+    mine = findings.filter(pl.col("basis") != "bridge")
+    spanned = bridged(
+        labelled.join(
+            mine.select(*UNIT, pl.col("verdict").alias("kiana")), on=UNIT, how="left"
+        ).with_columns(pl.col("kiana").fill_null("not reported")),
+        findings,
+    ).select(*UNIT, pl.col("kiana") == "regression")
+    found = (
+        found.join(spanned.rename({"kiana": "_found"}), on=UNIT, how="left")
+        .with_columns((~pl.col("_found").fill_null(False)).alias("missed"))
+        .drop("_found")
+    )
     missed = found.filter(pl.col("missed"))
     notes = truth.filter(pl.col("provider") == "liger", pl.col("effect") == "regression")
     gpus = notes.select(

@@ -12,7 +12,9 @@ Everything is per GPU: ``judge`` of one GPU's runs gives exactly that GPU's part
 
 * ``findings``: one kernel, pass, provider, GPU and metric between two sessions,
   judged on the pooled evidence of its sweep (:mod:`kiana.stats.sweeps`): the unit
-  every count, the CLI, the JSON, the report and ``--fail-on`` use;
+  every count, the CLI, the JSON, the report and ``--fail-on`` use; with the
+  *bridges* (:mod:`kiana.stats.bridges`): a change between two sessions across one
+  too noisy to place it in, ``basis`` ``bridge``;
 * ``steps``: the detail, one row per series and pair of consecutive sessions, with
   its own verdict (:mod:`kiana.stats.steps`, noise model in
   :mod:`kiana.stats.noise`, same-session controls in :mod:`kiana.stats.controls`);

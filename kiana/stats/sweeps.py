@@ -51,6 +51,10 @@ other.  In order:
                     offset alone is too large: reruns will not resolve it)
 ==================  =====================================================================
 
+One basis lies outside the table: ``bridge``, a finding between two sessions that are
+not consecutive, across one too noisy to place a change in (:mod:`kiana.stats.bridges`:
+the same rules judge the two sessions as one step, at a higher separation).
+
 Steps into or out of an outlier session are no evidence: they leave every estimate.
 ``workloads`` lists the workloads whose step (on the finding's basis) moved the
 finding's way, ``workloads_affected`` counts them (0 for ``unchanged`` and

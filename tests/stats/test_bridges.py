@@ -1,0 +1,130 @@
+"""Bridges: a change between two sessions across one too noisy to place it in."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+import pytest
+
+import kiana
+from kiana.generate import CorpusConfig, generate
+from kiana.stats import JudgeOptions, judge
+from kiana.stats.bridges import candidates, mark_outliers
+from kiana.stats.sweeps import FINDING_COLUMNS
+
+GROUP = ["kernel", "pass", "gpu"]
+
+
+def steps(verdicts: list[str], bases: list[str] | None = None) -> pl.DataFrame:
+    """Findings of one series: sessions s0, s1, ... with these verdicts in order."""
+    n = len(verdicts)
+    return pl.DataFrame(
+        {
+            "kernel": ["k"] * n, "pass": ["full"] * n, "gpu": ["g"] * n,
+            "metric": ["latency"] * n, "provider": ["liger"] * n, "is_subject": [True] * n,
+            "from_version": [str(i) for i in range(n)],
+            "to_version": [str(i + 1) for i in range(n)],
+            "from_session": [f"s{i}" for i in range(n)],
+            "to_session": [f"s{i + 1}" for i in range(n)],
+            "verdict": verdicts, "basis": bases or verdicts,
+        }
+    )  # fmt: skip
+
+
+def test_a_session_between_two_unplaced_steps_one_inconclusive_is_bridged() -> None:
+    found = candidates(steps(["unchanged", "inconclusive", "inconclusive", "unchanged"]))
+    assert found["S"].to_list() == ["s1", "s2", "s3"]
+
+
+def test_no_bridge_next_to_a_placed_change() -> None:
+    for placed in ("regression", "improvement", "drift"):
+        assert candidates(steps(["inconclusive", placed])).height == 0
+
+
+def test_no_bridge_where_both_steps_were_conclusive() -> None:
+    assert candidates(steps(["unchanged", "unchanged"])).height == 0
+
+
+def test_no_bridge_across_a_step_the_outlier_rule_decided() -> None:
+    assert candidates(steps(["inconclusive"] * 2, ["outlier"] * 2)).height == 0
+
+
+def test_no_bridge_across_a_gap_in_the_series() -> None:
+    gap = steps(["inconclusive", "inconclusive"]).with_columns(
+        pl.Series("from_session", ["s0", "s5"])
+    )
+    assert candidates(gap).height == 0
+
+
+def test_a_baseline_is_never_bridged() -> None:
+    baseline = steps(["inconclusive", "inconclusive"]).with_columns(pl.lit(False).alias("is_subject"))
+    assert candidates(baseline).height == 0
+
+
+def test_a_workload_ending_at_an_outlier_session_is_no_evidence() -> None:
+    bridge = pl.DataFrame(
+        {"partition_id": ["a", "b"], "from_session": ["s0", "s0"], "to_session": ["s2", "s2"]}
+    )
+    outliers = pl.DataFrame({"partition_id": ["a"], "session": ["s2"]})
+    assert mark_outliers(bridge, outliers)["outlier"].to_list() == [True, False]
+
+
+@dataclass(frozen=True)
+class Judged:
+    truth: pl.DataFrame
+    runs: pl.DataFrame
+    findings: pl.DataFrame
+
+
+@pytest.fixture(scope="module")
+def realistic() -> Judged:
+    """A realistic corpus (shifted sittings, heavy tails: docs/CALIBRATION.md) with
+    planted regressions and improvements, judged (seed 3 of bench/detection.py)."""
+    corpus = generate(
+        CorpusConfig(
+            seed=3, sweep_size=5, regression_rate=0.06, improvement_rate=0.05,
+            rerun_rate=0.05, conflict_rate=0.01, noise="realistic",
+        )
+    )  # fmt: skip
+    con = kiana.connect()
+    kiana.load_documents(con, corpus.documents())
+    analysis = kiana.analyze(con)
+    return Judged(corpus.truth, analysis.runs, analysis.judgement.findings)
+
+
+def bridges_of(findings: pl.DataFrame) -> pl.DataFrame:
+    return findings.filter(pl.col("basis") == "bridge")
+
+
+@pytest.mark.heavy
+def test_every_bridge_spans_a_true_change_of_its_direction(realistic: Judged) -> None:
+    spans = bridges_of(realistic.findings)
+    assert spans.height >= 3
+    changes = realistic.truth.filter(
+        pl.col("provider") == "liger", pl.col("effect").is_in(["regression", "improvement"])
+    )
+    for span in spans.iter_rows(named=True):
+        inside = changes.filter(
+            *(pl.col(c) == span[c] for c in GROUP),
+            pl.col("from_session") >= span["from_session"],
+            pl.col("to_session") <= span["to_session"],
+            pl.col("effect") == span["verdict"],
+        )
+        assert inside.height > 0, span["evidence"]
+
+
+@pytest.mark.heavy
+def test_a_bridge_names_the_session_it_crosses_and_its_bar(realistic: Judged) -> None:
+    span = bridges_of(realistic.findings).row(0, named=True)
+    assert span["evidence"].startswith("across ")
+    assert "a session too noisy to place the change in" in span["evidence"]
+    assert abs(span["severity"]) >= JudgeOptions().bridge_separation
+    assert list(bridges_of(realistic.findings).columns) == list(FINDING_COLUMNS)
+
+
+@pytest.mark.heavy
+def test_no_bridges_at_an_infinite_bar(realistic: Judged) -> None:
+    options = JudgeOptions(bridge_separation=math.inf)
+    assert bridges_of(judge(realistic.runs, options).findings).height == 0
