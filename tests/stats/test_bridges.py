@@ -59,7 +59,9 @@ def test_no_bridge_across_a_gap_in_the_series() -> None:
 
 
 def test_a_baseline_is_never_bridged() -> None:
-    baseline = steps(["inconclusive", "inconclusive"]).with_columns(pl.lit(False).alias("is_subject"))
+    baseline = steps(["inconclusive", "inconclusive"]).with_columns(
+        pl.lit(False).alias("is_subject")
+    )
     assert candidates(baseline).height == 0
 
 
