@@ -144,7 +144,8 @@ def chart_scopes(steps: pl.DataFrame, charted: pl.DataFrame) -> pl.DataFrame:
     scopes: set[tuple[str, str, str, str]] = set()
     for row in charted.iter_rows(named=True):
         try:
-            frames.worst_step(steps, row)
+            if row.get("basis") != "bridge":  # a bridge charts its series, no step
+                frames.worst_step(steps, row)
         except KianaError:  # a finding without steps is shown in the table only
             continue
         scopes.add((str(row["kernel"]), str(row["pass"]), str(row["gpu"]), str(row["metric"])))

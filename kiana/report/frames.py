@@ -25,6 +25,7 @@ __all__ = [
     "display_unit",
     "natural_order",
     "overview_frame",
+    "partition_of",
     "point_order",
     "series_frame",
     "speedup_frame",
@@ -207,6 +208,20 @@ def sweep_frame(steps: pl.DataFrame, finding: Mapping[str, Any]) -> pl.DataFrame
     ]  # fmt: skip
     data = _matches(steps, finding)
     return data.select([c for c in wanted if c in data.columns])
+
+
+def partition_of(runs: pl.DataFrame, finding: Mapping[str, Any], workload: str) -> str:
+    """The partition of ``workload`` in a finding's kernel, pass and GPU."""
+    found = runs.filter(
+        *(pl.col(c) == finding[c] for c in ("kernel", "pass", "gpu")),
+        pl.col("workload") == workload,
+    )["partition_id"]
+    if found.len() == 0:
+        raise UsageError(
+            f"no runs of workload {workload!r} for this finding",
+            hint="pass the runs it was judged on",
+        )
+    return str(found[0])
 
 
 def worst_step(steps: pl.DataFrame, finding: Mapping[str, Any]) -> dict[str, Any]:

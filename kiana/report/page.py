@@ -213,33 +213,7 @@ def chart_cards(g: Gathered, options: JudgeOptions) -> Html:
     cards: list[str] = []
     for r in g.charted.iter_rows(named=True):
         rank = int(r["rank"])
-        try:
-            worst = frames.worst_step(g.steps, r)
-            left = charts.series_spec(
-                g.runs,
-                partition_id=worst["partition_id"],
-                metric=str(r["metric"]),
-                step=frames.step_of(r),
-                provider=str(r["provider"]),
-                title=f"{r['provider']} and its baselines, {worst['workload']}",
-                gap=options.session_gap,
-            )
-            right = charts.sweep_spec(
-                g.steps, r, threshold=options.threshold, title="change across the workload sweep"
-            )
-        except KianaError as exc:  # a finding the charts cannot draw still gets its card
-            body = note(f"no chart: {exc.message}")
-        else:
-            body = Html(
-                f'<div class="charts">{_chart(f"c-{rank}-s", left)}'
-                f'{_chart(f"c-{rank}-w", right)}</div>'
-            )  # fmt: skip
-            body = body + note(
-                f"Left: median (line) and p20–p80 (band) of every provider in the partition "
-                f"of the worst workload ({worst['workload']}); the flagged step is shaded. "
-                "Right: the change of this step at each workload; black ticks show the "
-                "same-run control's change."
-            )  # fmt: skip
+        body = _card_charts(g, r, options, rank)
         title = (
             f"#{rank} {r['kernel']} · {r['pass']} · {r['provider']} on {r['gpu']}: {step_label(r)}"
         )
@@ -255,6 +229,46 @@ def chart_cards(g: Gathered, options: JudgeOptions) -> Html:
             f"{body}</div>"
         )
     return Html("".join(cards))
+
+
+def _card_charts(g: Gathered, r: dict[str, Any], options: JudgeOptions, rank: int) -> Html:
+    """A finding card's charts: its worst workload's series and its sweep; a bridge's
+    (:mod:`kiana.stats.bridges`, no steps of its own) series of its first workload."""
+    bridge = r.get("basis") == "bridge"
+    try:
+        if bridge:
+            workload = str(r.get("workloads") or "").split(", ")[0]
+            worst = {"workload": workload, "partition_id": frames.partition_of(g.runs, r, workload)}
+        else:
+            worst = frames.worst_step(g.steps, r)
+        left = charts.series_spec(
+            g.runs,
+            partition_id=worst["partition_id"],
+            metric=str(r["metric"]),
+            step=frames.step_of(r),
+            provider=str(r["provider"]),
+            title=f"{r['provider']} and its baselines, {worst['workload']}",
+            gap=options.session_gap,
+        )
+        right = None if bridge else charts.sweep_spec(
+            g.steps, r, threshold=options.threshold, title="change across the workload sweep"
+        )  # fmt: skip
+    except KianaError as exc:  # a finding the charts cannot draw still gets its card
+        return note(f"no chart: {exc.message}")
+    drawn = _chart(f"c-{rank}-s", left) + (
+        Html("") if right is None else _chart(f"c-{rank}-w", right)
+    )
+    what = (
+        "the two sessions compared across the noisy one between them are shaded (a bridge has"
+        " no step of its own: the change lies in one of the two steps)"
+        if bridge
+        else "the flagged step is shaded. Right: the change of this step at each workload; black"
+        " ticks show the same-run control's change"
+    )
+    return Html(f'<div class="charts">{drawn}</div>') + note(
+        f"Left: median (line) and p20–p80 (band) of every provider in the partition of the "
+        f"{'first' if bridge else 'worst'} workload ({worst['workload']}); {what}."
+    )
 
 
 def _chart(chart_id: str, spec: dict[str, Any]) -> Html:

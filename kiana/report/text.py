@@ -187,7 +187,13 @@ def plain_sentence(row: Mapping[str, Any]) -> str:
         if row.get("control_provider")
         else "no same-session control"
     )
+    across = (
+        "; in one of the two steps between these sessions (the session between them was too"
+        " noisy to say which)"
+        if row.get("basis") == "bridge"
+        else ""
+    )
     return (
         f"{what} over its {total} workloads, {row.get('workloads_affected') or 0} of them on "
-        f"their own; worst {percent(row.get('worst_change'))}; {control}."
+        f"their own; worst {percent(row.get('worst_change'))}; {control}{across}."
     )

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 
 import kiana
-from kiana.generate import CorpusConfig, generate
 from kiana.stats import JudgeOptions, judge
 from kiana.stats.bridges import candidates, mark_outliers
 from kiana.stats.sweeps import FINDING_COLUMNS
+from tests.stats_fixtures import realistic_corpus
 
 GROUP = ["kernel", "pass", "gpu"]
 
@@ -84,14 +84,7 @@ class Judged:
 def realistic() -> Judged:
     """A realistic corpus (shifted sittings, heavy tails: docs/CALIBRATION.md) with
     planted regressions and improvements, judged (seed 3 of bench/detection.py)."""
-    corpus = generate(
-        CorpusConfig(
-            seed=3, sweep_size=5, regression_rate=0.06, improvement_rate=0.05,
-            rerun_rate=0.05, conflict_rate=0.01, noise="realistic",
-        )
-    )  # fmt: skip
-    con = kiana.connect()
-    kiana.load_documents(con, corpus.documents())
+    corpus, con = realistic_corpus(3)
     analysis = kiana.analyze(con)
     return Judged(corpus.truth, analysis.runs, analysis.judgement.findings)
 

@@ -1,0 +1,35 @@
+"""A bridge (a change between two sessions across one too noisy to place it in) on the
+page: its card charts the series with both sessions shaded and says what it is."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from kiana.commands.report import collect
+from kiana.report import ReportOptions, render
+from kiana.report.text import plain_sentence
+from kiana.stats import JudgeOptions
+from tests.stats_fixtures import realistic_corpus
+
+
+def test_the_plain_sentence_of_a_bridge_says_the_step_is_not_known() -> None:
+    row = {"verdict": "regression", "provider": "liger", "change": 0.1, "change_se": 0.01,
+           "workloads_total": 5, "workloads_affected": 5, "basis": "bridge"}  # fmt: skip
+    assert "in one of the two steps between these sessions" in plain_sentence(row)
+    assert "two steps" not in plain_sentence({**row, "basis": "adjusted"})
+
+
+@pytest.mark.heavy
+def test_a_bridge_card_charts_its_series() -> None:
+    _, con = realistic_corpus(3)
+    options = ReportOptions(command_line="kiana report test", top=500)
+    page = render(collect(con, JudgeOptions(), options, generated_at=datetime(2026, 1, 1)))
+    cards = page.split('<div class="finding" id="f-')[1:]
+    bridges = [c for c in cards if "<p>across " in c]
+    assert bridges, "no bridge card on the page"
+    for card in bridges:
+        assert 'class="chart pending"' in card
+        assert "no chart" not in card
+        assert "a bridge has no step of its own" in card
