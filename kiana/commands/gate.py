@@ -35,7 +35,8 @@ exit status:
   2  usage error: REPO is not a git repository, --base/--head unknown or swapped, no
      Liger CSVs, an output that cannot be written
   3  fail closed: head rows of a Liger provider were rejected or conflict, or a head CSV
-     was refused (a link, a submodule): the pull request could not be judged
+     was refused (a link, a submodule), or a regression lies between an earlier session
+     and the head's across one too noisy to place it: the pull request could not be judged
   4  more distinct rows than --max-rows: not judged
   5  --timeout reached: not judged
   6  internal error: the gate could not judge (a bug; the comment says so)
@@ -261,6 +262,12 @@ def _print(result: GateResult) -> None:
         print(
             f"COULD NOT JUDGE: {books.failing:,} head file(s) or row(s) of a Liger provider "
             "refused, rejected or conflicting (exit 3)"
+        )
+    elif result.unplaced.height:
+        print(
+            f"COULD NOT JUDGE: {result.unplaced.height:,} Liger regression(s) between an "
+            "earlier session and the head's, across a session too noisy to say in which "
+            "step (exit 3)"
         )
     else:
         print("passed: no Liger regression")

@@ -12,7 +12,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_USAGE: "usage error: not a git repository, --base/--head unknown or swapped, no "
     "Liger CSVs, an output that cannot be written",
     EXIT_UNJUDGED: "fail closed: head rows of a Liger provider were rejected or conflict, "
-    "or a head CSV was refused (a link, a submodule): the pull request could not be judged",
+    "or a head CSV was refused (a link, a submodule), or a regression lies between an earlier "
+    "session and the head's across one too noisy to place it: the pull request could not be judged",
     EXIT_ROWS: "more distinct rows than --max-rows: not judged",
     EXIT_TIMEOUT: "--timeout reached: not judged",
     EXIT_CRASH: "internal error: the gate could not judge (a bug: the comment says so)",

@@ -98,8 +98,20 @@ class GateResult:
 
     @property
     def regressions(self) -> pl.DataFrame:
-        """The findings that fail the gate: a Liger provider's regression."""
-        return self.findings.filter(pl.col("is_subject") & (pl.col("verdict") == "regression"))
+        """The findings that fail the gate: a Liger provider's regression of the head's
+        own step."""
+        return self.findings.filter(
+            pl.col("is_subject") & (pl.col("verdict") == "regression") & ~_bridged()
+        )
+
+    @property
+    def unplaced(self) -> pl.DataFrame:
+        """A Liger provider's regression between an earlier session and the head's, across
+        one too noisy to say in which step (a bridge, :mod:`kiana.stats.bridges`): maybe
+        this pull request's, maybe an earlier commit's; it fails closed (exit 3)."""
+        return self.findings.filter(
+            pl.col("is_subject") & (pl.col("verdict") == "regression") & _bridged()
+        )
 
     @property
     def head_label(self) -> str:
@@ -107,10 +119,12 @@ class GateResult:
 
     @property
     def exit_code(self) -> int:
-        """1 on a Liger regression, else 3 when Liger rows could not be judged, else 0."""
+        """1 on a Liger regression, else 3 when Liger rows could not be judged or a
+        regression could not be placed in the head's step (:attr:`unplaced`), else 0."""
         if self.regressions.height:
             return EXIT_REGRESSED
-        return EXIT_UNJUDGED if self.accounting.failing else EXIT_PASSED
+        unjudged = self.accounting.failing or self.unplaced.height
+        return EXIT_UNJUDGED if unjudged else EXIT_PASSED
 
     def summary(self) -> dict[str, Any]:
         """The gate's own fields, for the JSON."""
@@ -124,10 +138,15 @@ class GateResult:
             "findings": self.findings.height,
             "verdicts": {str(k): int(v) for k, v in sorted(counts.items())},
             "regressed": self.regressions.height > 0,
+            "unplaced": self.unplaced.height,
             "exit_code": self.exit_code,
             "not_judged": self.accounting.summary(),
             "warnings": list(self.warnings),
         }
+
+
+def _bridged() -> pl.Expr:
+    return pl.col("basis").eq_missing(pl.lit("bridge"))
 
 
 def _origin(row: Row) -> str:

@@ -116,6 +116,12 @@ def _headline(result: GateResult) -> str:
             f"{result.accounting.failing:,} head file(s) or row(s) of a Liger provider "
             "refused, rejected or conflicting"
         )
+    if result.unplaced.height:
+        return (
+            f"### kiana gate **could not judge** this pull request: "
+            f"{result.unplaced.height:,} Liger regression(s) between an earlier session and "
+            "this one, across a session too noisy to say whether this pull request caused them"
+        )
     return "### kiana gate **passed**"
 
 

@@ -6,10 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from kiana.cli import main
-from kiana.culprits.gate import gate
+from kiana.culprits.gate import EXIT_REGRESSED, EXIT_UNJUDGED, GateResult, gate
+from kiana.culprits.markdown import _headline
+from kiana.stats import Judgement
 from tests.culprits.test_culprits import CSV, OPS, LigerRepo, csv_text, rows
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -223,3 +226,23 @@ def test_help_says_what_the_exit_codes_mean(capsys: pytest.CaptureFixture[str]) 
         main(["gate", "--help"])
     out = capsys.readouterr().out
     assert "1  a Liger provider regressed" in out and "2  usage error" in out
+
+
+def _result_with(findings: pl.DataFrame) -> GateResult:
+    empty = pl.DataFrame()
+    judgement = Judgement(steps=empty, findings=findings, changepoints=empty, versions=empty,
+                          runs_judged=0, coverage=None, quality=empty)  # type: ignore[arg-type]  # fmt: skip
+    return GateResult(base="b" * 40, head="h" * 40, worktree=False, history_rows=1, head_rows=1,
+                      findings=findings, steps=empty, judgement=judgement)  # fmt: skip
+
+
+def _regression(basis: str) -> pl.DataFrame:
+    return pl.DataFrame({"is_subject": [True], "verdict": ["regression"], "basis": [basis]})
+
+
+def test_a_regression_across_a_noisy_session_fails_closed_not_as_the_prs() -> None:
+    bridged = _result_with(_regression("bridge"))
+    assert bridged.regressions.height == 0 and bridged.unplaced.height == 1
+    assert bridged.exit_code == EXIT_UNJUDGED
+    assert "too noisy to say whether this pull request caused them" in _headline(bridged)
+    assert _result_with(_regression("adjusted")).exit_code == EXIT_REGRESSED
