@@ -10,7 +10,7 @@ import pytest
 
 import kiana
 from kiana.stats import JudgeOptions, judge
-from kiana.stats.bridges import candidates, mark_outliers
+from kiana.stats.bridges import candidates, keep, mark_outliers
 from kiana.stats.sweeps import FINDING_COLUMNS
 from tests.stats_fixtures import realistic_corpus
 
@@ -123,3 +123,40 @@ def test_a_bridge_names_the_session_it_crosses_and_its_bar(realistic: Judged) ->
 def test_no_bridges_at_an_infinite_bar(realistic: Judged) -> None:
     options = JudgeOptions(bridge_separation=math.inf)
     assert bridges_of(judge(realistic.runs, options).findings).height == 0
+
+
+def bridge_findings(control_verdict: str) -> pl.DataFrame:
+    """A subject's bridge from s0 to s2 against its control huggingface, whose own
+    bridge has ``control_verdict``."""
+    keys = {"kernel": "k", "pass": "full", "gpu": "g", "metric": "latency",
+            "from_session": "s0", "to_session": "s2", "basis": "adjusted"}  # fmt: skip
+    return pl.DataFrame(
+        [
+            {**keys, "provider": "liger", "is_subject": True, "verdict": "regression",
+             "severity": 9.0, "control_provider": "huggingface", "evidence": "liger moved"},
+            {**keys, "provider": "huggingface", "is_subject": False, "verdict": control_verdict,
+             "severity": 0.1, "control_provider": None, "evidence": "huggingface"},
+        ]
+    )  # fmt: skip
+
+
+CROSSING = pl.DataFrame(
+    {"kernel": ["k"], "pass": ["full"], "gpu": ["g"], "metric": ["latency"], "P": ["s0"],
+     "S": ["s1"], "N": ["s2"], "P_version": ["1"], "S_version": ["2"], "N_version": ["3"]}
+)  # fmt: skip
+
+
+def test_a_bridge_whose_control_held_still_is_kept_and_says_what_it_crosses() -> None:
+    kept = keep(bridge_findings("unchanged"), CROSSING, JudgeOptions())
+    assert kept["basis"].to_list() == ["bridge"]
+    assert kept["evidence"][0].startswith("across 2 (s1), a session too noisy")
+
+
+def test_no_bridge_where_its_control_moved_across_it() -> None:
+    for moved in ("drift", "regression", "improvement"):
+        assert keep(bridge_findings(moved), CROSSING, JudgeOptions()).height == 0
+
+
+def test_no_bridge_below_its_separation() -> None:
+    weak = bridge_findings("unchanged").with_columns(pl.lit(5.9).alias("severity"))
+    assert keep(weak, CROSSING, JudgeOptions()).height == 0
