@@ -50,7 +50,8 @@ def memory_size(text: str) -> str:
 
 
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    """--baseline, --threshold and --separation, as kiana.stats.JudgeOptions takes them
+    """--baseline, --threshold, --separation and --bridge-separation, as
+    kiana.stats.JudgeOptions takes them
     (:func:`judge_options` reads them back)."""
     parser.add_argument(
         "--baseline",
@@ -72,6 +73,14 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
         metavar="Z",
         help="smallest change in noise units, |ln ratio| / noise (default 3)",
     )
+    parser.add_argument(
+        "--bridge-separation",
+        type=positive,
+        default=6.0,
+        metavar="Z",
+        help="the separation a change between two sessions across one too noisy to place it "
+        "needs (a bridge: a second look, default 6; inf: none)",
+    )
 
 
 def judge_options(args: argparse.Namespace, **more: Any) -> JudgeOptions:
@@ -79,7 +88,11 @@ def judge_options(args: argparse.Namespace, **more: Any) -> JudgeOptions:
     from kiana.stats.options import JudgeOptions
 
     return JudgeOptions(
-        threshold=args.threshold, separation=args.separation, baseline=args.baseline, **more
+        threshold=args.threshold,
+        separation=args.separation,
+        baseline=args.baseline,
+        bridge_separation=args.bridge_separation,
+        **more,
     )
 
 
