@@ -77,15 +77,32 @@ def _steps_of(steps: pl.DataFrame, missed: pl.DataFrame) -> pl.DataFrame:
     return own.join(rest, on=UNIT, how="left")
 
 
-def regressions(folder: Path, seed: int, min_change: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+def regressions(
+    folder: Path, seed: int, min_change: float
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """One seed's regressions of at least ``min_change``, with kiana's finding (``missed``
     when it is not a regression) and, for the missed one-workload ones, the true
-    workload's step; and its :func:`errors`."""
+    workload's step; its :func:`errors`; and its :func:`false_flags`."""
     truth, sessions, _, result, _ = judge_folder(folder)
     labelled = release_units(truth, sessions)
     findings = result.findings.filter(pl.col("provider") == "liger", pl.col("metric") == "latency")
     regs = _regressions(truth, labelled, findings, result.steps, min_change)
-    return regs.with_columns(pl.lit(seed).alias("seed")), errors(labelled, findings)
+    seeded = pl.lit(seed).alias("seed")
+    return (
+        regs.with_columns(seeded),
+        errors(labelled, findings),
+        false_flags(labelled, findings).with_columns(seeded),
+    )
+
+
+def false_flags(labelled: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
+    """The units with no change of Liger's own (unchanged, A/A pairs, drift, baseline
+    changes) whose own finding is a regression or an improvement, with its rule."""
+    quiet = labelled.filter(
+        pl.col("case").is_in(["unchanged", "A/A pair", "drift", "baseline change"])
+    )
+    flagged = findings.filter(pl.col("verdict").is_in(["regression", "improvement"]))
+    return quiet.select(*UNIT, "case").join(flagged.select(*UNIT, "basis"), on=UNIT, how="inner")
 
 
 def errors(labelled: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
@@ -214,12 +231,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--read", type=Path, required=True, metavar="DIR")
     parser.add_argument("--noise", default="realistic", choices=("spread", "realistic"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(20)))
     parser.add_argument("--min-change", type=float, default=0.10)
     args = parser.parse_args()
     root = args.read / args.noise
     parts = [regressions(root / f"seed-{s}", s, args.min_change) for s in args.seeds]
-    every = kind(pl.concat([p for p, _ in parts], how="diagonal_relaxed"))
+    every = kind(pl.concat([p for p, _, _ in parts], how="diagonal_relaxed"))
     out = every.filter(pl.col("missed"))
     print(
         f"{out.height} of {every.height} regressions >= {args.min_change:.0%} missed ({args.noise})"
@@ -232,7 +249,15 @@ def main() -> None:
         [tuple(str(v) for v in r) for r in counts.sort("len", descending=True).iter_rows()],
     )
     markdown(("every regression by", "n", "found", "missed"), recall(every))
-    calibrated = pl.concat([e for _, e in parts])
+    flags = pl.concat([f for _, _, f in parts]).group_by("case", "basis").len()
+    markdown(
+        ("no change of Liger's own, called one on its own step: case", "rule", "units"),
+        [
+            tuple(str(v) for v in r)
+            for r in flags.sort("case", "len", descending=[False, True]).iter_rows()
+        ],
+    )
+    calibrated = pl.concat([e for _, e, _ in parts])
     markdown(
         ("adjusted findings by", "n", "median se", "robust sd of z_error", "p90 |z_error|",
          "share |z_error| >= 3"),
