@@ -26,17 +26,20 @@ machine that drifted in one step and a baseline whose own code changed in the ot
 leave the control adjusted change of an unchanged kernel far from zero.  A bridge is
 therefore kept only where its control held still (the control's own bridge is not a
 regression, improvement or drift).  And it is a second look at sessions already
-judged, at the places where the first look failed, so its bar is raised: its estimate must be separated from zero by
+judged, at the places where the first look failed, so its bar is raised: its estimate
+must be separated from zero by
 :attr:`~kiana.stats.options.JudgeOptions.bridge_separation` standard errors (default
 twice ``separation``), on its own rule's basis.  On the realistic corpora
 (``bench/detection.py``; ``bench/README.md``, "Round 5") bridges flagged at 3-5
 standard errors were false half the time, in sittings whose state the posterior
-misjudged; at 6, with the control held still, the 20 corpora's bridges found 10 more
-of 204 regressions of 10% or more and one unchanged group was charged to a false one.  That the change lies somewhere between two
-sessions rather than in one step is the method of interval-censored change location
-(the change is known to lie in an interval, not at a point: Turnbull 1976, "The
-empirical distribution function with arbitrarily grouped, censored and truncated
-data", JRSS B 38), applied to one change between two calm observations.
+misjudged; at 6, with the control held still, the bridges of 20 corpora found 10 more
+of 204 regressions of 10% or more, and one unchanged group was charged to a false one.
+
+That the change lies somewhere between two sessions rather than in one step is the
+method of interval-censored change location (the change is known to lie in an
+interval, not at a point: Turnbull 1976, "The empirical distribution function with
+arbitrarily grouped, censored and truncated data", JRSS B 38), applied to one change
+between two calm observations.
 """
 
 from __future__ import annotations
@@ -49,8 +52,6 @@ from kiana.vocabulary import SERIES_KEYS
 
 #: What a bridge is of: one kernel, pass, GPU and metric, across one session.
 SCOPE: tuple[str, ...] = ("kernel", "pass", "gpu", "metric")
-#: A bridge's sessions: from ``P`` to ``N`` across ``S``.
-SESSIONS: tuple[str, ...] = ("P", "S", "N")
 #: Verdicts of a step that place a change there already.
 PLACED = ("regression", "improvement", "drift")
 
@@ -210,8 +211,8 @@ def keep(found: pl.DataFrame, cands: pl.DataFrame, options: JudgeOptions) -> pl.
     )
     sentence = pl.concat_str(
         pl.lit("across "), pl.col("_across"),
-        pl.lit(", a session too noisy to place the change in (both steps through it were not"
-               " conclusive), the two sessions compared directly: "),
+        pl.lit(", a session too noisy to place the change in (neither step through it could"
+               " place it), the two sessions compared directly: "),
         pl.col("evidence"),
     )  # fmt: skip
     return joined.with_columns(pl.lit("bridge").alias("basis"), sentence.alias("evidence")).select(
