@@ -218,7 +218,7 @@ def partition_of(runs: pl.DataFrame, finding: Mapping[str, Any], workload: str) 
     )["partition_id"]
     if found.len() == 0:
         raise UsageError(
-            f"no runs of workload {workload!r} for this finding",
+            "no runs of the finding's first workload",
             hint="pass the runs it was judged on",
         )
     return str(found[0])
