@@ -362,3 +362,26 @@ def test_a_large_gpu_judged_again_whole_in_a_worker(
     assert stored.note.endswith("0 GPU(s) from their newest sessions, 1 judged again in full")
     assert len(calls) == 1
     assert_same(stored, judge_all(db, OPTIONS, full=True, store=False))
+
+
+@pytest.fixture(scope="module")
+def realistic_docs() -> list[dict[str, Any]]:
+    """A realistic corpus (shifted sittings: the judge makes bridges on it,
+    :mod:`kiana.stats.bridges`), as bench/detection.py makes seed 3."""
+    config = CorpusConfig(
+        seed=3, sweep_size=5, regression_rate=0.06, improvement_rate=0.05, rerun_rate=0.05,
+        conflict_rate=0.01, noise="realistic",
+    )  # fmt: skip
+    return _by_time(list(generate(config).documents()))
+
+
+@pytest.mark.usefixtures("small_prefix")
+def test_bridges_are_spliced_as_judged(
+    db: duckdb.DuckDBPyConnection, realistic_docs: list[Any]
+) -> None:
+    """Bridges span three sessions: after each load the stored judgement, updated from
+    the newest sessions, still equals the judgement of every run, bridges included."""
+    parts = _split(realistic_docs, 0.7, 0.85, 0.97)
+    load_and_check(db, parts, ["judged in full", *["stored judgement updated"] * 3])
+    found = judge_all(db, OPTIONS).findings
+    assert found.filter(pl.col("basis") == "bridge").height >= 3
