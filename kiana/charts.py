@@ -155,22 +155,27 @@ def finding(
     *,
     threshold: float | None = None,
 ) -> alt.HConcatChart:
-    """Both charts of one finding side by side (series of its worst workload, sweep)."""
+    """Both charts of one finding side by side (series of its worst workload, sweep); a
+    bridge's (:mod:`kiana.stats.bridges`: no step of its own, so no sweep) series alone,
+    both its sessions shaded."""
     import altair as alt
 
     _offline_unless_chosen()
-    worst = frames.worst_step(steps, row)
+    bridge = row.get("basis") == "bridge"
+    worst = frames.charted_workload(runs, steps, row)
     left = series_spec(
         runs,
         partition_id=worst["partition_id"],
         metric=str(row["metric"]),
         step=frames.step_of(row),
         provider=str(row["provider"]),
-        title=f"worst workload: {worst['workload']}",
+        title=f"{'first' if bridge else 'worst'} workload: {worst['workload']}",
     )
-    right = sweep_spec(steps, row, threshold=threshold, title="change across the sweep")
+    specs = [left] if bridge else [
+        left, sweep_spec(steps, row, threshold=threshold, title="change across the sweep")
+    ]  # fmt: skip
     # the pair holds the config; its charts may not
-    parts = [_layer({k: v for k, v in spec.items() if k != "config"}) for spec in (left, right)]
+    parts = [_layer({k: v for k, v in spec.items() if k != "config"}) for spec in specs]
     pair = alt.hconcat(*parts).resolve_scale(color="independent", strokeDash="independent")
     return cast("alt.HConcatChart", pair)
 

@@ -22,10 +22,10 @@ from kiana.vocabulary import FINDING_KEYS, subject_expr
 
 __all__ = [
     "chart_values",
+    "charted_workload",
     "display_unit",
     "natural_order",
     "overview_frame",
-    "partition_of",
     "point_order",
     "series_frame",
     "speedup_frame",
@@ -210,18 +210,24 @@ def sweep_frame(steps: pl.DataFrame, finding: Mapping[str, Any]) -> pl.DataFrame
     return data.select([c for c in wanted if c in data.columns])
 
 
-def partition_of(runs: pl.DataFrame, finding: Mapping[str, Any], workload: str) -> str:
-    """The partition of ``workload`` in a finding's kernel, pass and GPU."""
+def charted_workload(
+    runs: pl.DataFrame, steps: pl.DataFrame, finding: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The workload whose series charts a finding (``workload``, ``partition_id``): its
+    worst step's, or for a bridge (:mod:`kiana.stats.bridges`, no step of its own) the
+    first workload that carries it."""
+    if finding.get("basis") != "bridge":
+        return worst_step(steps, finding)
+    workload = str(finding.get("workloads") or "").split(", ")[0]
     found = runs.filter(
         *(pl.col(c) == finding[c] for c in ("kernel", "pass", "gpu")),
         pl.col("workload") == workload,
     )["partition_id"]
     if found.len() == 0:
         raise UsageError(
-            "no runs of the finding's first workload",
-            hint="pass the runs it was judged on",
+            "no runs of the finding's first workload", hint="pass the runs it was judged on"
         )
-    return str(found[0])
+    return {"workload": workload, "partition_id": str(found[0])}
 
 
 def worst_step(steps: pl.DataFrame, finding: Mapping[str, Any]) -> dict[str, Any]:

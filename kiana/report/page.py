@@ -236,11 +236,7 @@ def _card_charts(g: Gathered, r: dict[str, Any], options: JudgeOptions, rank: in
     (:mod:`kiana.stats.bridges`, no steps of its own) series of its first workload."""
     bridge = r.get("basis") == "bridge"
     try:
-        if bridge:
-            workload = str(r.get("workloads") or "").split(", ")[0]
-            worst = {"workload": workload, "partition_id": frames.partition_of(g.runs, r, workload)}
-        else:
-            worst = frames.worst_step(g.steps, r)
+        worst = frames.charted_workload(g.runs, g.steps, r)
         left = charts.series_spec(
             g.runs,
             partition_id=worst["partition_id"],

@@ -4,9 +4,13 @@ page: its card charts the series with both sessions shaded and says what it is."
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
+import polars as pl
 import pytest
 
+import kiana
+import kiana.charts
 from kiana.commands.report import collect
 from kiana.report import ReportOptions, render
 from kiana.report.text import plain_sentence
@@ -21,9 +25,14 @@ def test_the_plain_sentence_of_a_bridge_says_the_step_is_not_known() -> None:
     assert "two steps" not in plain_sentence({**row, "basis": "adjusted"})
 
 
+@pytest.fixture(scope="module")
+def con() -> Any:
+    """A realistic corpus's database (seed 3: the judge makes bridges on it)."""
+    return realistic_corpus(3)[1]
+
+
 @pytest.mark.heavy
-def test_a_bridge_card_charts_its_series() -> None:
-    _, con = realistic_corpus(3)
+def test_a_bridge_card_charts_its_series(con: Any) -> None:
     options = ReportOptions(command_line="kiana report test", top=500)
     page = render(collect(con, JudgeOptions(), options, generated_at=datetime(2026, 1, 1)))
     cards = page.split('<div class="finding" id="f-')[1:]
@@ -33,3 +42,13 @@ def test_a_bridge_card_charts_its_series() -> None:
         assert 'class="chart pending"' in card
         assert "no chart" not in card
         assert "a bridge has no step of its own" in card
+
+
+@pytest.mark.heavy
+def test_a_notebooks_finding_chart_of_a_bridge_is_its_series(con: Any) -> None:
+    analysis = kiana.analyze(con)
+    row = analysis.judgement.findings.filter(pl.col("basis") == "bridge").row(0, named=True)
+    chart = kiana.charts.finding(analysis.runs, analysis.steps, row)
+    spec = kiana.charts.to_spec(chart)
+    assert len(spec["hconcat"]) == 1
+    assert "first workload" in str(spec["hconcat"][0])
