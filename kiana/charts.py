@@ -34,6 +34,7 @@ import polars as pl
 from kiana.report import frames
 from kiana.report.charts import overview_spec, series_spec, speedup_spec, sweep_spec
 from kiana.report.charts.spec import visible_strings
+from kiana.vocabulary import is_bridge
 
 if TYPE_CHECKING:
     import altair as alt
@@ -161,7 +162,7 @@ def finding(
     import altair as alt
 
     _offline_unless_chosen()
-    bridge = row.get("basis") == "bridge"
+    bridge = is_bridge(row)
     worst = frames.charted_workload(runs, steps, row)
     left = series_spec(
         runs,

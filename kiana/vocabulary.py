@@ -9,9 +9,11 @@ while starting), so anything may depend on it.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import polars as pl
 
 # --------------------------------------------------------------------------- verdicts
@@ -24,6 +26,14 @@ FLAGGED: tuple[Verdict, ...] = ("regression", "improvement", "drift")
 #: Verdicts ``--fail-on`` accepts.
 FAILABLE: tuple[Verdict, ...] = ("regression", "improvement", "drift", "inconclusive")
 assert set(VERDICTS) == set(get_args(Verdict))
+#: The basis of a finding between two sessions that are not consecutive, across one too
+#: noisy to place a change in (kiana.stats.bridges): it has no step of its own.
+BRIDGE = "bridge"
+
+
+def is_bridge(finding: Mapping[str, Any]) -> bool:
+    """Whether a finding (a row as a mapping) is a bridge (:data:`BRIDGE`)."""
+    return finding.get("basis") == BRIDGE
 
 
 def verdict_rank(column: str = "verdict") -> pl.Expr:

@@ -61,6 +61,7 @@ from kiana.importers.rows import LigerRowError, Row, Skipped, row_spec
 from kiana.pipeline import Analysis, Selection
 from kiana.safe import excerpt, terminal
 from kiana.stats import Judgement, JudgeOptions
+from kiana.vocabulary import BRIDGE
 
 _NO_CSV_HINT = "pass a Liger-Kernel checkout: its results live in benchmark/data/*.csv"
 
@@ -146,7 +147,7 @@ class GateResult:
 
 
 def _bridged() -> pl.Expr:
-    return pl.col("basis").eq_missing(pl.lit("bridge"))
+    return pl.col("basis").eq_missing(pl.lit(BRIDGE))
 
 
 def _origin(row: Row) -> str:

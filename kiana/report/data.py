@@ -18,6 +18,7 @@ from kiana.report import frames
 from kiana.report.listing import Listing, listing, ordered
 from kiana.stats import Judgement, JudgeOptions
 from kiana.stats.versions import version_table
+from kiana.vocabulary import is_bridge
 
 if TYPE_CHECKING:
     from kiana.report.totals import Totals
@@ -144,7 +145,7 @@ def chart_scopes(steps: pl.DataFrame, charted: pl.DataFrame) -> pl.DataFrame:
     scopes: set[tuple[str, str, str, str]] = set()
     for row in charted.iter_rows(named=True):
         try:
-            if row.get("basis") != "bridge":  # a bridge charts its series, no step
+            if not is_bridge(row):  # a bridge charts its series, no step
                 frames.worst_step(steps, row)
         except KianaError:  # a finding without steps is shown in the table only
             continue

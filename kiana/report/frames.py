@@ -18,7 +18,7 @@ from kiana.errors import UsageError
 from kiana.report.components import visible
 from kiana.stats.sessions import SESSION_GAP
 from kiana.stats.versions import version_table
-from kiana.vocabulary import FINDING_KEYS, subject_expr
+from kiana.vocabulary import FINDING_KEYS, is_bridge, subject_expr
 
 __all__ = [
     "chart_values",
@@ -216,7 +216,7 @@ def charted_workload(
     """The workload whose series charts a finding (``workload``, ``partition_id``): its
     worst step's, or for a bridge (:mod:`kiana.stats.bridges`, no step of its own) the
     first workload that carries it."""
-    if finding.get("basis") != "bridge":
+    if not is_bridge(finding):
         return worst_step(steps, finding)
     workload = str(finding.get("workloads") or "").split(", ")[0]
     found = runs.filter(

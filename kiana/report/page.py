@@ -50,7 +50,7 @@ from kiana.report.text import (
     workloads_text,
 )
 from kiana.stats import JudgeOptions
-from kiana.vocabulary import VERDICTS
+from kiana.vocabulary import VERDICTS, is_bridge
 
 SECTIONS = (
     ("summary", "Summary"),
@@ -234,7 +234,7 @@ def chart_cards(g: Gathered, options: JudgeOptions) -> Html:
 def _card_charts(g: Gathered, r: dict[str, Any], options: JudgeOptions, rank: int) -> Html:
     """A finding card's charts: its worst workload's series and its sweep; a bridge's
     (:mod:`kiana.stats.bridges`, no steps of its own) series of its first workload."""
-    bridge = r.get("basis") == "bridge"
+    bridge = is_bridge(r)
     try:
         worst = frames.charted_workload(g.runs, g.steps, r)
         left = charts.series_spec(

@@ -13,7 +13,7 @@ import polars as pl
 
 from kiana.harness import display_name
 from kiana.report.data import ReportData, coverage, findings_listing, versions_frame
-from kiana.vocabulary import VERDICTS
+from kiana.vocabulary import VERDICTS, is_bridge
 
 
 def _n(count: int, word: str) -> str:
@@ -190,7 +190,7 @@ def plain_sentence(row: Mapping[str, Any]) -> str:
     across = (
         "; in one of the two steps between these sessions (the session between them was too"
         " noisy to say which)"
-        if row.get("basis") == "bridge"
+        if is_bridge(row)
         else ""
     )
     return (

@@ -49,12 +49,10 @@ import polars as pl
 
 from kiana.stats.options import JudgeOptions
 from kiana.stats.sessions import session_label
-from kiana.vocabulary import SERIES_KEYS
+from kiana.vocabulary import BRIDGE, FLAGGED, SERIES_KEYS
 
 #: What a bridge is of: one kernel, pass, GPU and metric, across one session.
 SCOPE: tuple[str, ...] = ("kernel", "pass", "gpu", "metric")
-#: Verdicts of a step that place a change there already.
-PLACED = ("regression", "improvement", "drift")
 
 
 def candidates(findings: pl.DataFrame) -> pl.DataFrame:
@@ -88,7 +86,8 @@ def candidates(findings: pl.DataFrame) -> pl.DataFrame:
         nxt["basis"].alias("_next_basis"),
         nxt["from_session"].alias("_next_from"),
     ).filter(pl.col("_next_from") == pl.col("to_session"))
-    unplaced = ~pl.col("verdict").is_in(PLACED) & ~pl.col("_next_verdict").is_in(PLACED)
+    # A flagged step places a change there already.
+    unplaced = ~pl.col("verdict").is_in(FLAGGED) & ~pl.col("_next_verdict").is_in(FLAGGED)
     unresolved = (pl.col("basis") == "inconclusive") | (pl.col("_next_basis") == "inconclusive")
     return (
         pairs.filter(unplaced & unresolved)
@@ -107,7 +106,7 @@ def candidates(findings: pl.DataFrame) -> pl.DataFrame:
 
 def bridge_points(points: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     """The points of every provider and workload of each candidate's ``P`` and ``N``,
-    each candidate's its own series (``series_id``), in series and session order: what
+    each candidate its own series (``series_id``), in series and session order: what
     :func:`kiana.stats.steps.pair_points` pairs into the bridges' steps."""
     ends = pl.concat(
         [cands.select(*SCOPE, pl.col(end).alias("session"), "S") for end in ("P", "N")]
@@ -195,9 +194,9 @@ def keep(found: pl.DataFrame, cands: pl.DataFrame, options: JudgeOptions) -> pl.
     )
     # A control that moved across the bridge (the machine, its own code, or both: a bridge
     # spans two steps and cannot tell them apart) is no control of it.
-    moved = found.filter(
-        ~pl.col("is_subject"), pl.col("verdict").is_in(["regression", "improvement", "drift"])
-    ).select(*SCOPE, pl.col("provider").alias("control_provider"), "from_session", "to_session")
+    moved = found.filter(~pl.col("is_subject"), pl.col("verdict").is_in(FLAGGED)).select(
+        *SCOPE, pl.col("provider").alias("control_provider"), "from_session", "to_session"
+    )
     flagged = flagged.join(
         moved, on=[*SCOPE, "control_provider", "from_session", "to_session"], how="anti"
     )
@@ -216,6 +215,6 @@ def keep(found: pl.DataFrame, cands: pl.DataFrame, options: JudgeOptions) -> pl.
                " place it), the two sessions compared directly: "),
         pl.col("evidence"),
     )  # fmt: skip
-    return joined.with_columns(pl.lit("bridge").alias("basis"), sentence.alias("evidence")).select(
+    return joined.with_columns(pl.lit(BRIDGE).alias("basis"), sentence.alias("evidence")).select(
         found.columns
     )
