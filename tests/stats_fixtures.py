@@ -106,19 +106,24 @@ def sweep_rows(
     return rows
 
 
-def realistic_corpus(seed: int = 3) -> tuple[Any, Any]:
-    """A generated corpus of the realistic noise model (shifted sittings, heavy tails:
-    docs/CALIBRATION.md) with planted changes, as bench/detection.py makes them, and an
-    in-memory database it is loaded into: ``(corpus, con)``."""
-    import kiana
-    from kiana.generate import CorpusConfig, generate
+def realistic_config(seed: int = 3) -> Any:
+    """The corpus configuration of the realistic noise model (shifted sittings, heavy
+    tails: docs/CALIBRATION.md) with planted changes, as bench/detection.py makes it."""
+    from kiana.generate import CorpusConfig
 
-    corpus = generate(
-        CorpusConfig(
-            seed=seed, sweep_size=5, regression_rate=0.06, improvement_rate=0.05,
-            rerun_rate=0.05, conflict_rate=0.01, noise="realistic",
-        )
+    return CorpusConfig(
+        seed=seed, sweep_size=5, regression_rate=0.06, improvement_rate=0.05,
+        rerun_rate=0.05, conflict_rate=0.01, noise="realistic",
     )  # fmt: skip
+
+
+def realistic_corpus(seed: int = 3) -> tuple[Any, Any]:
+    """The corpus of :func:`realistic_config` and an in-memory database it is loaded
+    into: ``(corpus, con)``."""
+    import kiana
+    from kiana.generate import generate
+
+    corpus = generate(realistic_config(seed))
     con = kiana.connect()
     kiana.load_documents(con, corpus.documents())
     return corpus, con

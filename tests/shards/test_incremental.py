@@ -23,6 +23,7 @@ from kiana.shards import Judged, judge_all, store
 from kiana.shards.stored import StoredJudged
 from kiana.stats import JudgeOptions, calfit
 from tests.conftest import ROOT
+from tests.stats_fixtures import realistic_config
 
 pytestmark = pytest.mark.heavy  # every test here is over the quick loop's budget
 
@@ -368,11 +369,7 @@ def test_a_large_gpu_judged_again_whole_in_a_worker(
 def realistic_docs() -> list[dict[str, Any]]:
     """A realistic corpus (shifted sittings: the judge makes bridges on it,
     :mod:`kiana.stats.bridges`), as bench/detection.py makes seed 3."""
-    config = CorpusConfig(
-        seed=3, sweep_size=5, regression_rate=0.06, improvement_rate=0.05, rerun_rate=0.05,
-        conflict_rate=0.01, noise="realistic",
-    )  # fmt: skip
-    return _by_time(list(generate(config).documents()))
+    return _by_time(list(generate(realistic_config(3)).documents()))
 
 
 @pytest.mark.usefixtures("small_prefix")
