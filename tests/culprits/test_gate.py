@@ -246,3 +246,36 @@ def test_a_regression_across_a_noisy_session_fails_closed_not_as_the_prs() -> No
     assert bridged.exit_code == EXIT_UNJUDGED
     assert "too noisy to say whether this pull request caused them" in _headline(bridged)
     assert _result_with(_regression("adjusted")).exit_code == EXIT_REGRESSED
+
+
+@pytest.mark.heavy
+def test_a_judged_bridge_at_the_head_fails_closed_in_comment_and_json() -> None:
+    """A bridge the judge made (not a hand-made row): the head's findings selected by
+    the origin of their later session, as the gate selects them, exit 3, and the
+    comment and JSON say it could not be placed."""
+    import kiana
+    from kiana.culprits.markdown import comment
+    from kiana.pipeline import Selection
+    from tests.stats_fixtures import realistic_corpus
+
+    _, con = realistic_corpus(3)
+    every = kiana.analyze(con).findings
+    bridge = every.filter(pl.col("basis") == "bridge", pl.col("verdict") == "regression").row(
+        0, named=True
+    )
+    head = kiana.analyze(con, selection=Selection(to_origin=(bridge["to_origin"],)))
+    own = head.findings.filter(
+        pl.col("kernel") == bridge["kernel"], pl.col("pass") == bridge["pass"],
+        pl.col("gpu") == bridge["gpu"],
+    )  # fmt: skip
+    assert own.filter(pl.col("basis") == "bridge").height >= 1
+    result = GateResult(
+        base="b" * 40, head="h" * 40, worktree=False, history_rows=1, head_rows=own.height,
+        findings=own.filter(pl.col("basis").eq_missing("bridge") | (pl.col("verdict") != "regression")),
+        steps=pl.DataFrame(), judgement=head.judgement,
+    )  # fmt: skip
+    assert result.exit_code == EXIT_UNJUDGED and result.unplaced.height >= 1
+    text = comment(result)
+    assert "too noisy to say whether this pull request caused them" in text
+    assert bridge["kernel"] in text
+    assert json.loads(json.dumps(result.summary()))["unplaced"] == result.unplaced.height
