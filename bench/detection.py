@@ -67,6 +67,7 @@ standard deviations from the mean of its earlier sessions (at least three).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import time
@@ -718,12 +719,22 @@ def headline(merged: pl.DataFrame, noise: str) -> list[tuple[str, ...]]:
             if frame.height else "-"
             for m in METHODS
         ]  # fmt: skip
-        rows.append((name, noise, str(frame.height), *cells, target))
+        hits = frame.filter(pl.col(METHODS[0]).is_in(verdicts)).height
+        rows.append((name, noise, str(frame.height), *cells, wilson(hits, frame.height), target))
         if name.startswith(">= 10%"):
             by = frame.filter(pl.col("kiana") == "regression")
             share = f"{by['bridge'].mean():.3f}" if by.height else "-"
             rows.append(
-                ("  of those found, through a bridge", noise, str(by.height), share, "-", "-", "")
+                (
+                    "  of those found, through a bridge",
+                    noise,
+                    str(by.height),
+                    share,
+                    "-",
+                    "-",
+                    "",
+                    "",
+                )
             )
     opposite = {"regression": "improvement", "improvement": "regression"}
     flagged = found.filter(pl.col("effect").is_in(FLAGS))
@@ -731,8 +742,28 @@ def headline(merged: pl.DataFrame, noise: str) -> list[tuple[str, ...]]:
         str(flagged.filter(pl.col(m) == pl.col("effect").replace_strict(opposite)).height)
         for m in METHODS
     ]
-    rows.append(("changes called the wrong way (count)", noise, str(flagged.height), *wrong, "0"))
+    rows.append(
+        ("changes called the wrong way (count)", noise, str(flagged.height), *wrong, "", "0")
+    )
     return rows
+
+
+def wilson(hits: int, n: int, z: float = 1.959964) -> str:
+    """The 95% Wilson score interval of the share ``hits / n`` (Wilson 1927; its coverage
+    stays near 95% for shares near 0 or 1, where the normal interval's does not): what
+    the units of these seeds say about kiana's rate, before any target is compared.
+
+    >>> wilson(58, 5883)
+    '0.008-0.013'
+    >>> wilson(0, 0)
+    '-'
+    """
+    if n == 0:
+        return "-"
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"{max(0.0, centre - half):.3f}-{min(1.0, centre + half):.3f}"
 
 
 def markdown(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
@@ -857,7 +888,7 @@ def main() -> None:
                     write_seed(seed, args.sweep_size, root / f"seed-{seed}", noise, **changes)
             results[noise] = evaluate(root, args.seeds)
     rows = [row for noise, parts in results.items() for row in headline(parts[0], noise)]
-    markdown(("metric", "noise", "n", *METHODS, "target"), rows)
+    markdown(("metric", "noise", "n", *METHODS, "kiana 95% interval", "target"), rows)
     if args.details or args.misses:
         for noise, parts in results.items():
             details(parts, noise, args.misses)
