@@ -1,0 +1,163 @@
+"""Two judges kiana could use instead of its own, measured offline on the detection
+corpora before building either (issue 21, round 6).  Run by hand (not part of the tests)::
+
+    .venv/bin/python bench/detection.py --write DIR --seeds 0 1 ... 19   # once: the corpora
+    .venv/bin/python bench/whatif.py --read DIR --seeds 0 1 ... 19
+
+Each seed of the realistic model is judged once through :func:`detection.judge_folder`
+(kiana's one pipeline), and the pooled estimates of every Liger latency finding are
+kept (``raw``, ``adj``, ``ctl`` and their standard errors, from
+:func:`kiana.stats.aggregate.aggregate`).  Then, beside kiana's verdicts (bridges left
+out: they span two units):
+
+* **partial adjustment** (``--share``): instead of the subject's own change (``raw``)
+  or its change against its control (``adj``), the best linear combination
+  ``raw - beta * ctl`` with ``beta = cov / var(ctl)``, ``cov = share * sitting_noise**2``
+  (the part of a sitting's offset that every provider shares; 0.64 in the realistic
+  model: common 4%, provider 3%).  Its standard error is below both ``raw``'s and
+  ``adj``'s, but a machine's drift, which is no Gaussian offset, is only partly
+  removed;
+* **cross-GPU corroboration** (``--corroboration``): an ``inconclusive`` finding whose
+  kernel, pass and release step (two different labels) is a regression or improvement
+  on another GPU becomes one when its own z (change / standard error) points the same
+  way by at least the given value.  A code change often lands on every GPU, noise
+  never does; but a change that landed on one GPU only makes its siblings look
+  corroborated.
+
+Both print the issue's rates (false among unchanged and A/A, drift and baseline
+changes called a change, >= 10% regressions and improvements found) for kiana and
+the alternative, per half of the seeds (below 10: tuned on; 10 and above: held out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import polars as pl
+from detection import UNIT, judge_folder, release_units
+
+import kiana.stats.sweeps as sweeps
+
+POOLED = ("raw_mu", "raw_se", "adj_mu", "adj_se", "ctl_mu", "ctl_se")
+FLAGS = ("regression", "improvement")
+
+
+def judged(root: Path, seeds: list[int]) -> pl.DataFrame:
+    """Every labelled Liger latency unit of ``seeds`` with kiana's finding and its
+    pooled estimates."""
+    captured: list[pl.DataFrame] = []
+    aggregate = sweeps.aggregate
+
+    def keep(steps: pl.DataFrame, options: object) -> pl.DataFrame:
+        frame = aggregate(steps, options)  # type: ignore[arg-type]
+        captured.append(frame)
+        return frame
+
+    sweeps.aggregate = keep  # type: ignore[assignment]
+    parts = []
+    try:
+        for seed in seeds:
+            captured.clear()
+            truth, sessions, _, result, _ = judge_folder(root / "realistic" / f"seed-{seed}")
+            liger = (pl.col("provider") == "liger") & (pl.col("metric") == "latency")
+            pooled = captured[0].filter(liger).select(*UNIT, *POOLED)
+            findings = result.findings.filter(liger).select(
+                *UNIT, "verdict", "basis", pl.col("change").alias("found"), "change_se",
+                "sitting_noise",
+            )  # fmt: skip
+            units = release_units(truth, sessions).join(findings, on=UNIT)
+            parts.append(units.join(pooled, on=UNIT, how="left").with_columns(seed=seed))
+    finally:
+        sweeps.aggregate = aggregate  # type: ignore[assignment]
+    return pl.concat(parts, how="diagonal_relaxed")
+
+
+def partial(units: pl.DataFrame, share: float, separation: float = 3.0) -> pl.DataFrame:
+    """``units`` with ``other``: the verdict of the partial adjustment where a control
+    exists and kiana's verdict rests on ``raw``, ``adjusted``, ``drift`` or neither."""
+    cov = share * pl.col("sitting_noise").pow(2)
+    beta = (cov / pl.col("ctl_se").pow(2)).clip(0.0, 1.0)
+    est = pl.col("raw_mu") - beta * pl.col("ctl_mu")
+    se = (pl.col("raw_se").pow(2) - cov.pow(2) / pl.col("ctl_se").pow(2)).clip(1e-12).sqrt()
+    flagged = ((est / se).abs() >= separation) & (est.abs() + se >= math.log1p(0.03))
+    direction = pl.when(est > 0).then(pl.lit("regression")).otherwise(pl.lit("improvement"))
+    replace = pl.col("ctl_mu").is_not_null() & pl.col("basis").is_in(
+        ["raw", "adjusted", "drift", "unchanged", "inconclusive"]
+    )
+    ours = pl.when(flagged).then(direction).otherwise(pl.lit("inconclusive"))
+    return units.with_columns(pl.when(replace).then(ours).otherwise("verdict").alias("other"))
+
+
+def corroborated(units: pl.DataFrame, z: float) -> pl.DataFrame:
+    """``units`` with ``other``: kiana's verdict, an inconclusive one corroborated by
+    another GPU's finding of the same release step where its own z reaches ``z``."""
+    step = ["seed", "kernel", "pass", "from_version", "to_version"]
+    released = pl.col("from_version") != pl.col("to_version")
+    support = units.filter(pl.col("verdict").is_in(FLAGS), pl.col("basis") != "bridge", released)
+    own = pl.col("found").log1p() / pl.col("change_se")
+    candidates = units.filter(pl.col("verdict") == "inconclusive", released).with_columns(
+        own.alias("_z")
+    )
+    promoted = (
+        candidates.join(
+            support.select(*step, pl.col("gpu").alias("_gpu"), pl.col("verdict").alias("_v")),
+            on=step,
+        )
+        .filter(pl.col("_gpu") != pl.col("gpu"))
+        .filter(
+            ((pl.col("_v") == "regression") & (pl.col("_z") >= z))
+            | ((pl.col("_v") == "improvement") & (pl.col("_z") <= -z))
+        )
+        .group_by("seed", *UNIT)
+        .agg(pl.col("_v").first())
+    )
+    return units.join(promoted, on=["seed", *UNIT], how="left").with_columns(
+        pl.coalesce("_v", "verdict").alias("other")
+    )
+
+
+def rates(units: pl.DataFrame, column: str) -> list[str]:
+    """The issue's rates of the verdicts in ``column``."""
+    usable = ~pl.col("case").is_in(["outlier", "conflict"])
+
+    def share(frame: pl.DataFrame, verdicts: tuple[str, ...]) -> str:
+        return f"{frame[column].is_in(verdicts).mean():.3f}" if frame.height else "-"
+
+    return [
+        share(units.filter(pl.col("case").is_in(["unchanged", "A/A pair"])), FLAGS),
+        share(units.filter(pl.col("case") == "drift"), FLAGS),
+        share(units.filter(pl.col("case") == "baseline change"), (*FLAGS, "drift")),
+        share(units.filter(usable, pl.col("effect") == "regression", pl.col("change") >= 0.10),
+              ("regression",)),
+        share(units.filter(usable, pl.col("effect") == "improvement"), ("improvement",)),
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--read", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(20)))
+    parser.add_argument("--share", type=float, nargs="*", default=[0.5, 0.64, 0.8])
+    parser.add_argument("--corroboration", type=float, nargs="*", default=[1.0, 1.5, 2.0])
+    args = parser.parse_args()
+    units = judged(args.read, args.seeds)
+    header = "| judge | seeds | false | drift called | baseline changes called | >= 10% found | improvements |"
+    print(header)
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    variants = [("kiana", units.with_columns(pl.col("verdict").alias("other")))]
+    variants += [(f"partial adjustment, share {s}", partial(units, s)) for s in args.share]
+    variants += [
+        (f"corroborated, own z >= {z}", corroborated(units, z)) for z in args.corroboration
+    ]
+    for name, frame in variants:
+        for held in (False, True):
+            half = frame.filter((pl.col("seed") >= 10) == held)
+            if half.height:
+                seeds = "held out (>= 10)" if held else "tuned (< 10)"
+                print(f"| {name} | {seeds} | " + " | ".join(rates(half, "other")) + " |")
+
+
+if __name__ == "__main__":
+    main()
