@@ -90,3 +90,38 @@ def test_a_whole_sweep_off_and_exactly_back_is_an_outlier() -> None:
     verdicts = result.findings.sort("from_session")["verdict"].to_list()
     assert verdicts[3:5] == ["inconclusive", "inconclusive"]
     assert result.quality.filter(pl.col("kind") == "outlier").height == 5  # every workload
+
+
+def test_one_workload_off_its_sweep_and_back_is_an_outlier_when_its_sitting_moved() -> None:
+    # Session 4 sat 5% slow for every workload, and w3 another -12% against the rest of
+    # its sweep: its own change, -7.9% and +8.6%, is under the 9% bar, yet against its
+    # sweep it left by 12.8% and came back at the next session: one session off.
+    rows: list[dict] = []
+    for w in range(5):
+        for d, v in enumerate(VERSIONS):
+            level = (1.05 * (0.88 if w == 3 else 1.0)) if d == 4 else 1.0
+            jitter = 1.0 + 0.0007 * (((w * 7 + d * 3) % 5) - 2)
+            rows.append(run(v, 100.0 * (w + 1) * level * jitter, workload=f"w{w}", day=9 * d,
+                            minute=w, spread=0.005))  # fmt: skip
+    result = judge(frame(rows))
+    w3 = result.steps.filter(pl.col("workload") == "w3").sort("from_session")
+    assert w3["outlier"].to_list()[3:5] == [True, True]
+    assert "against the rest of its sweep and back at the next session" in w3["evidence"][3]
+    entry = result.quality.filter(pl.col("kind") == "outlier").row(0, named=True)
+    assert entry["ratio"] == pytest.approx(0.88, rel=0.01)
+    lone = result.findings.filter(pl.col("basis") == "lone")
+    assert lone.height == 0
+
+
+def test_one_workload_that_leaves_its_sweep_and_stays_is_a_change() -> None:
+    rows: list[dict] = []
+    for w in range(5):
+        for d, v in enumerate(VERSIONS):
+            level = 0.85 if (w == 3 and d >= 4) else 1.0
+            jitter = 1.0 + 0.0007 * (((w * 7 + d * 3) % 5) - 2)
+            rows.append(run(v, 100.0 * (w + 1) * level * jitter, workload=f"w{w}", day=9 * d,
+                            minute=w, spread=0.005))  # fmt: skip
+    result = judge(frame(rows))
+    assert result.quality.filter(pl.col("kind") == "outlier").height == 0
+    lone = result.findings.filter(pl.col("basis") == "lone")
+    assert lone["verdict"].to_list() == ["improvement"] and lone["workloads"].to_list() == ["w3"]
