@@ -720,7 +720,16 @@ def headline(merged: pl.DataFrame, noise: str) -> list[tuple[str, ...]]:
             for m in METHODS
         ]  # fmt: skip
         hits = frame.filter(pl.col(METHODS[0]).is_in(verdicts)).height
-        rows.append((name, noise, str(frame.height), *cells, wilson(hits, frame.height), target))
+        rows.append(
+            (
+                name,
+                noise,
+                str(frame.height),
+                *cells,
+                f"{hits}: {wilson(hits, frame.height)}",
+                target,
+            )
+        )
         if name.startswith(">= 10%"):
             by = frame.filter(pl.col("kiana") == "regression")
             share = f"{by['bridge'].mean():.3f}" if by.height else "-"
@@ -888,7 +897,7 @@ def main() -> None:
                     write_seed(seed, args.sweep_size, root / f"seed-{seed}", noise, **changes)
             results[noise] = evaluate(root, args.seeds)
     rows = [row for noise, parts in results.items() for row in headline(parts[0], noise)]
-    markdown(("metric", "noise", "n", *METHODS, "kiana 95% interval", "target"), rows)
+    markdown(("metric", "noise", "n", *METHODS, "kiana: count, 95% interval", "target"), rows)
     if args.details or args.misses:
         for noise, parts in results.items():
             details(parts, noise, args.misses)
