@@ -44,8 +44,8 @@ and back, whose own change was -8% and +9%, is one session off, not an improveme
 a regression.  On the realistic model's 40 detection corpora (``bench/misses.py``,
 its table "no change of Liger's own") this took the ``lone`` findings of unchanged
 groups from 42 to 30 and of drift groups from 3 to 1, and no regression more was missed.
-The quality entry and the evidence then give the deviation, "against the rest of its
-sweep".
+The quality entry and the evidence then give the deviation, "(against the rest of its
+sweep)".
 
 Both steps then become ``inconclusive`` with the evidence "outlier at <session>" and
 ``outlier`` true (findings leave them out of the pooled evidence), and the session
@@ -167,7 +167,7 @@ def _into(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
 
 
 #: Said of a one-workload outlier found against the rest of its sweep (module docstring).
-VERSUS = " against the rest of its sweep"
+VERSUS = " (against the rest of its sweep)"
 
 #: A whole sweep off and back comes back within this share of its smaller jump, at
 #: least (module docstring).
@@ -240,8 +240,9 @@ def _quality(marked: pl.DataFrame) -> pl.DataFrame:
             (
                 pl.lit("one session ")
                 + pct(pl.col("_off").exp() - 1.0)
+                + pl.lit(" off its neighbours")
                 + pl.when(pl.col("_versus")).then(pl.lit(VERSUS)).otherwise(pl.lit(""))
-                + pl.lit(" off its neighbours and back at the next: an outlier, not a change")
+                + pl.lit(" and back at the next: an outlier, not a change")
             ).alias("message"),
         )
         .select(QUALITY_COLUMNS)

@@ -106,9 +106,10 @@ def test_one_workload_off_its_sweep_and_back_is_an_outlier_when_its_sitting_move
     result = judge(frame(rows))
     w3 = result.steps.filter(pl.col("workload") == "w3").sort("from_session")
     assert w3["outlier"].to_list()[3:5] == [True, True]
-    assert "against the rest of its sweep and back at the next session" in w3["evidence"][3]
+    assert "(against the rest of its sweep) and back at the next session" in w3["evidence"][3]
     entry = result.quality.filter(pl.col("kind") == "outlier").row(0, named=True)
     assert entry["ratio"] == pytest.approx(0.88, rel=0.01)
+    assert "off its neighbours (against the rest of its sweep) and back" in entry["message"]
     lone = result.findings.filter(pl.col("basis") == "lone")
     assert lone.height == 0
 
