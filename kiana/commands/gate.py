@@ -36,7 +36,9 @@ exit status:
      Liger CSVs, an output that cannot be written
   3  fail closed: head rows of a Liger provider were rejected or conflict, or a head CSV
      was refused (a link, a submodule), or a regression lies between an earlier session
-     and the head's across one too noisy to place it: the pull request could not be judged
+     and the head's across one too noisy to place it, or a Liger finding of the head is
+     inconclusive (too noisy to say whether it regressed): the pull request could not be
+     judged
   4  more distinct rows than --max-rows: not judged
   5  --timeout reached: not judged
   6  internal error: the gate could not judge (a bug; the comment says so)
@@ -268,6 +270,11 @@ def _print(result: GateResult) -> None:
             f"COULD NOT JUDGE: {result.unplaced.height:,} Liger regression(s) between an "
             "earlier session and the head's, across a session too noisy to say in which "
             "step (exit 3)"
+        )
+    elif result.uncertain.height:
+        print(
+            f"COULD NOT JUDGE: {result.uncertain.height:,} Liger finding(s) of the head too "
+            "noisy to say whether it regressed: inconclusive (exit 3)"
         )
     else:
         print("passed: no Liger regression")

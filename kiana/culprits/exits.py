@@ -13,7 +13,8 @@ EXIT_CODES: dict[int, str] = {
     "Liger CSVs, an output that cannot be written",
     EXIT_UNJUDGED: "fail closed: head rows of a Liger provider were rejected or conflict, "
     "or a head CSV was refused (a link, a submodule), or a regression lies between an earlier "
-    "session and the head's across one too noisy to place it: the pull request could not be judged",
+    "session and the head's across one too noisy to place it, or a Liger finding of the head is "
+    "inconclusive (too noisy to say whether it regressed): the pull request could not be judged",
     EXIT_ROWS: "more distinct rows than --max-rows: not judged",
     EXIT_TIMEOUT: "--timeout reached: not judged",
     EXIT_CRASH: "internal error: the gate could not judge (a bug: the comment says so)",

@@ -115,16 +115,29 @@ class GateResult:
         )
 
     @property
+    def uncertain(self) -> pl.DataFrame:
+        """A Liger provider's finding of the head's own step that is ``inconclusive``
+        (not an outlier session's): too noisy to say whether this pull request regressed
+        it, so it fails closed (exit 3); its ``reruns`` say how many runs per session
+        would resolve it, where reruns can."""
+        return self.findings.filter(
+            pl.col("is_subject")
+            & (pl.col("verdict") == "inconclusive")
+            & ~pl.col("basis").eq_missing(pl.lit("outlier"))
+        )
+
+    @property
     def head_label(self) -> str:
         return f"work tree at {self.head[:12]}" if self.worktree else self.head[:12]
 
     @property
     def exit_code(self) -> int:
-        """1 on a Liger regression, else 3 when Liger rows could not be judged or a
-        regression could not be placed in the head's step (:attr:`unplaced`), else 0."""
+        """1 on a Liger regression, else 3 when Liger rows could not be judged, a
+        regression could not be placed in the head's step (:attr:`unplaced`) or a Liger
+        finding of the head is too noisy to say (:attr:`uncertain`), else 0."""
         if self.regressions.height:
             return EXIT_REGRESSED
-        unjudged = self.accounting.failing or self.unplaced.height
+        unjudged = self.accounting.failing or self.unplaced.height or self.uncertain.height
         return EXIT_UNJUDGED if unjudged else EXIT_PASSED
 
     def summary(self) -> dict[str, Any]:
@@ -140,6 +153,7 @@ class GateResult:
             "verdicts": {str(k): int(v) for k, v in sorted(counts.items())},
             "regressed": self.regressions.height > 0,
             "unplaced": self.unplaced.height,
+            "uncertain": self.uncertain.height,
             "exit_code": self.exit_code,
             "not_judged": self.accounting.summary(),
             "warnings": list(self.warnings),

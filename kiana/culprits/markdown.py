@@ -122,6 +122,12 @@ def _headline(result: GateResult) -> str:
             f"{result.unplaced.height:,} Liger regression(s) between an earlier session and "
             "this one, across a session too noisy to say whether this pull request caused them"
         )
+    if result.uncertain.height:
+        return (
+            f"### kiana gate **could not judge** this pull request: "
+            f"{result.uncertain.height:,} Liger finding(s) too noisy to say whether it "
+            "regressed (inconclusive; the evidence says how many reruns would resolve each)"
+        )
     return "### kiana gate **passed**"
 
 

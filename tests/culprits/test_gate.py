@@ -279,3 +279,18 @@ def test_a_judged_bridge_at_the_head_fails_closed_in_comment_and_json() -> None:
     assert "too noisy to say whether this pull request caused them" in text
     assert bridge["kernel"] in text
     assert json.loads(json.dumps(result.summary()))["unplaced"] == result.unplaced.height
+
+
+def _finding(verdict: str, basis: str, *, subject: bool = True) -> pl.DataFrame:
+    return pl.DataFrame({"is_subject": [subject], "verdict": [verdict], "basis": [basis]})
+
+
+def test_an_inconclusive_liger_finding_of_the_head_fails_closed() -> None:
+    noisy = _result_with(_finding("inconclusive", "inconclusive"))
+    assert noisy.exit_code == EXIT_UNJUDGED and noisy.summary()["uncertain"] == 1
+    assert "too noisy to say whether it regressed" in _headline(noisy)
+
+
+def test_an_outlier_session_before_the_head_or_a_noisy_baseline_does_not_fail() -> None:
+    assert _result_with(_finding("inconclusive", "outlier")).exit_code == 0
+    assert _result_with(_finding("inconclusive", "inconclusive", subject=False)).exit_code == 0
