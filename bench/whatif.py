@@ -30,7 +30,13 @@ out: they span two units):
   becomes ``inconclusive``: the session between them was off.  The outlier rule does
   this only from 9% (a small dip and return is as likely a change and its revert).
 
-Both print the issue's rates (false among unchanged and A/A, drift and baseline
+And one check of the noise the lone rule rests on (``--workloads``): in unchanged groups,
+each Liger workload's step against the rest of its sweep (:func:`kiana.stats.pooling.
+deviation`, its noise the step's without the sitting part), the share beyond the lone
+rule's cut for five workloads, by the step's sitting noise.  Were the per-workload noise
+right in every sitting, the share would not grow with the sitting noise.
+
+The judges print the issue's rates (false among unchanged and A/A, drift and baseline
 changes called a change, >= 10% regressions and improvements found) for kiana and
 the alternative, per half of the seeds (below 10: tuned on by rounds 1-5; 10 and above:
 held out).
@@ -51,9 +57,45 @@ POOLED = ("raw_mu", "raw_se", "adj_mu", "adj_se", "ctl_mu", "ctl_se")
 FLAGS = ("regression", "improvement")
 
 
+#: The deviations of :func:`judged` (its second frame), filled as the seeds are judged.
+DEVIATIONS: list[pl.DataFrame] = []
+
+
+def _deviations(steps: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
+    """Each Liger latency workload's step of an unchanged unit against the rest of its
+    sweep: ``z`` (deviation / its standard error) and the step's ``sitting_noise``."""
+    from kiana.stats.pooling import deviation
+
+    quiet = units.filter(pl.col("case") == "unchanged").select(UNIT)
+    liger = steps.filter(
+        pl.col("provider") == "liger", pl.col("metric") == "latency", ~pl.col("outlier")
+    ).join(quiet, on=UNIT)
+    wnoise = (pl.col("noise").pow(2) - pl.col("sitting_noise").pow(2)).clip(lower_bound=0).sqrt()
+    dev, se, _ = deviation(pl.col("change").log1p(), wnoise)
+    return liger.select("sitting_noise", (dev / se).abs().alias("z")).drop_nulls()
+
+
+def workloads_table(separation: float = 3.0) -> None:
+    """The share of workloads beyond the lone cut, by sitting noise (module docstring)."""
+    from kiana.stats.pooling import lone_cut
+
+    cut = lone_cut(5, separation)
+    frame = pl.concat(DEVIATIONS)
+    bins = pl.col("sitting_noise").cut([0.01, 0.03, 0.06], labels=["< 1%", "1-3%", "3-6%", ">= 6%"])
+    table = frame.group_by(bins.alias("bin")).agg(
+        pl.len().alias("n"),
+        (pl.col("z") > cut).mean().alias("beyond"),
+        pl.col("z").median().alias("median"),
+    )
+    print(f"\n| sitting noise | workloads | beyond the lone cut ({cut:.2f}) | median abs z |")
+    print("| --- | ---: | ---: | ---: |")
+    for row in table.sort("bin").iter_rows(named=True):
+        print(f"| {row['bin']} | {row['n']:,} | {row['beyond']:.4f} | {row['median']:.2f} |")
+
+
 def judged(root: Path, seeds: list[int]) -> pl.DataFrame:
     """Every labelled Liger latency unit of ``seeds`` with kiana's finding and its
-    pooled estimates."""
+    pooled estimates (and :data:`DEVIATIONS` of their unchanged ones)."""
     captured: list[pl.DataFrame] = []
     aggregate = sweeps.aggregate
 
@@ -74,7 +116,9 @@ def judged(root: Path, seeds: list[int]) -> pl.DataFrame:
                 *UNIT, "verdict", "basis", pl.col("change").alias("found"), "change_se",
                 "sitting_noise",
             )  # fmt: skip
-            units = release_units(truth, sessions).join(findings, on=UNIT)
+            labelled = release_units(truth, sessions)
+            DEVIATIONS.append(_deviations(result.steps, labelled))
+            units = labelled.join(findings, on=UNIT)
             parts.append(units.join(pooled, on=UNIT, how="left").with_columns(seed=seed))
     finally:
         sweeps.aggregate = aggregate  # type: ignore[assignment]
@@ -174,6 +218,7 @@ def main() -> None:
     parser.add_argument("--share", type=float, nargs="*", default=[0.5, 0.64, 0.8])
     parser.add_argument("--corroboration", type=float, nargs="*", default=[1.0, 1.5, 2.0])
     parser.add_argument("--back", type=float, nargs="*", default=[0.02, 0.03, 0.05])
+    parser.add_argument("--workloads", action="store_true", help="also the per-workload check")
     args = parser.parse_args()
     units = judged(args.read, args.seeds)
     header = "| judge | seeds | false | drift called | baseline changes called | >= 10% found | improvements |"
@@ -191,6 +236,8 @@ def main() -> None:
             if half.height:
                 seeds = "held out (>= 10)" if held else "tuned (< 10)"
                 print(f"| {name} | {seeds} | " + " | ".join(rates(half, "other")) + " |")
+    if args.workloads:
+        workloads_table()
 
 
 if __name__ == "__main__":
