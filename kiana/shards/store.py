@@ -46,8 +46,10 @@ if TYPE_CHECKING:
 #: (the package version does not change between development commits): older stored
 #: judgements are rebuilt.  4: a sweep off and back must come back within its noise
 #: (:mod:`kiana.stats.outliers`), and the sitting link's bound is said.  5: bridges
-#: across a session too noisy to place a change in (:mod:`kiana.stats.bridges`).
-STORE_VERSION = 5
+#: across a session too noisy to place a change in (:mod:`kiana.stats.bridges`).  6: the
+#: sitting factors and the calibration take the steps in one order
+#: (:func:`kiana.stats.calfit.canonical`: the same bits whatever order they came in).
+STORE_VERSION = 6
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
