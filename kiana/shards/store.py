@@ -27,6 +27,7 @@ holds exactly the loads it rests on (:func:`status`); then it is the judgement o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator
@@ -297,13 +298,29 @@ def rejudge(
     max_runs: int | None = None,
 ) -> None:
     """Judge the runs of ``gpus`` again in full and replace their stored rows (inside
-    the caller's transaction): exact, since nothing the judge computes crosses GPUs."""
+    the caller's transaction): exact, since nothing the judge computes crosses GPUs.
+    Their change points are not searched with the judge but after it, from the stored
+    search states (:func:`kiana.shards.resumed.search_again`): a series whose stored
+    values and noise begin its new ones resumes its search, any other is searched
+    again.  A GPU whose calibration moved to its next rung keeps its points' values,
+    and their noise while the workload component did not move (it seldom does: its
+    cells' scales lie on a grid), so most of its series resume."""
     if not gpus:
         return
+    from kiana.shards import resumed
+
+    before = resumed.stored_whole(con, gpus) if options.changepoints else {}
     for table in TABLES:
         con.execute(f"DELETE FROM {table} WHERE gpu IN (SELECT unnest($g))", {"g": gpus})
-    rows = list(_judge_units(con, options, code_changes, max_runs, gpus, spill=SPILL_RUNS))
+    plain = dataclasses.replace(options, changepoints=False)
+    rows = list(_judge_units(con, plain, code_changes, max_runs, gpus, spill=SPILL_RUNS))
     judged = pl.concat(rows) if rows else pl.DataFrame(schema=GPU_SCHEMA)
+    parts = con.execute(
+        "SELECT DISTINCT partition_id FROM judged_points WHERE gpu IN (SELECT unnest($g)) "
+        "ORDER BY 1",
+        {"g": gpus},
+    ).fetchall()
+    resumed.search_again(con, [str(p) for (p,) in parts], before, options)
     finish(con, options, judged, gpus)
 
 
