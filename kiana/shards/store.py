@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 #: across a session too noisy to place a change in (:mod:`kiana.stats.bridges`).  6: the
 #: sitting factors and the calibration take the steps in one order
 #: (:func:`kiana.stats.calfit.canonical`: the same bits whatever order they came in).
-STORE_VERSION = 6
+#: 7: a group's posterior mean factor summed row by row (:func:`kiana.stats.states.mean_f2`).
+STORE_VERSION = 7
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
