@@ -29,7 +29,8 @@ first new run (or the start of the stored session it joins):
   aggregates of the stored points leave DuckDB.
 
 Change points are resumed (or searched again) on the partitions whose points changed.  What is
-judged again in full instead (exact anyway, only slower): a GPU new to the store; a
+judged again in full instead (exact anyway, only slower; its change points resumed
+where they can, :func:`kiana.shards.store.rejudge`): a GPU new to the store; a
 GPU whose calibration would change (:func:`kiana.stats.calfit.prefix_size`: its steps
 reach the next rung, or ``t`` is at or before the calibration's cut: every step whose value
 can change has a session at or after ``t``, and a step is ordered by its later session, so
