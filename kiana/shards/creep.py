@@ -40,6 +40,8 @@ from kiana.stats.changepoints import (
 )
 from kiana.stats.options import JudgeOptions
 
+#: Cells (links x (new values + 1) x length) of one :func:`extend_batch` at most.
+_BATCH_CELLS = 2_000_000
 #: The change-point rows as the judge gives them, plus ``_index`` (the index of the
 #: first value after the shift: where :func:`resume` finds it again).
 INDEX = "_index"
@@ -111,39 +113,51 @@ def append(link: Link, values: np.ndarray, new: float) -> None:
 def extend(link: Link, values: np.ndarray, before: int) -> None:
     """Extend ``link``'s state by ``values[before:]`` (``values``: the whole series, the
     link's segment running from ``link.start`` to ``before``): :func:`append` of each
-    new value in turn, the same additions in the same order, for all of them at once.
+    new value in turn, the same additions in the same order, for all of them at once
+    (:func:`extend_batch` of one link)."""
+    if values.size - before > 0:
+        extend_batch([link], values[None, link.start :], before - link.start)
 
-    Row ``m`` of the matrices is the ``m``-th value appended (at ``n = before + m``):
-    ``gaps`` its distances to the values before it, ``column`` their running sums;
-    the rows and the last column gain one row of additions per value, in order
-    (``cumsum`` down the stack: sequential, as each :func:`append` adds), and its
+
+def extend_batch(links: list[Link], segments: np.ndarray, start: int) -> None:
+    """Extend each of ``links`` by the values of its row of ``segments`` (G x L: the
+    links' segments, each extended to the series' end) from ``start`` on, its state
+    being that of the first ``start`` values: every link of one segment length and one
+    count of new values in one set of numpy operations (each row's additions are its
+    own, in the order :func:`append` takes them: the same bits as one at a time).
+
+    Row ``m`` of the matrices (of each link) is the ``m``-th value appended (at ``n =
+    start + m``): ``gaps`` its distances to the values before it, ``column`` their
+    running sums; the rows and the last column gain one row of additions per value, in
+    order (``cumsum`` down the stack: sequential, as each :func:`append` adds), and its
     corner is the running sum of its rows (``cumsum`` along them)."""
-    assert link.diag is not None and link.last is not None and link.rows is not None
-    seg = values[link.start :]
-    size, start = seg.size, before - link.start
+    count, size = segments.shape
     k = size - start
-    if k <= 0:
+    if k <= 0 or count == 0:
         return
+    new = np.arange(k)
     at = np.arange(start, size)
-    earlier = np.arange(size)[None, :] < at[:, None]
-    gaps = np.where(earlier, np.abs(np.subtract(seg[None, :], seg[at][:, None])), 0.0)
-    column = np.cumsum(gaps, axis=1)
-    own = column[np.arange(k), at - 1] + 0.0
-    steps = gaps.copy()
-    steps[np.arange(k), at] = own
-    rows = np.zeros((k + 1, size))
-    rows[0, :start] = link.rows
-    rows[1:] = steps
-    np.cumsum(rows, axis=0, out=rows)
-    corner = np.cumsum(rows[1:], axis=1)[np.arange(k), at]
+    earlier = (np.arange(size)[None, :] < at[:, None])[None, :, :]
+    gaps = np.where(earlier, np.abs(np.subtract(segments[:, None, :], segments[:, at][:, :, None])), 0.0)  # fmt: skip
+    column = np.cumsum(gaps, axis=2)
+    own = column[:, new, at - 1] + 0.0
+    gaps[:, new, at] = own
+    rows = np.zeros((count, k + 1, size))
+    rows[:, 0, :start] = np.stack([link.rows for link in links])  # type: ignore[misc]
+    rows[:, 1:] = gaps
+    np.cumsum(rows, axis=1, out=rows)
+    corner = np.cumsum(rows[:, 1:], axis=2)[:, new, at]
     lasts = np.where(earlier, column, 0.0)
-    lasts[np.arange(k), at] = corner
-    last = np.zeros((k + 1, size))
-    last[0, :start] = link.last
-    last[1:] = lasts
-    link.rows = rows[-1].copy()
-    link.last = np.cumsum(last, axis=0)[-1].copy()
-    link.diag = np.concatenate([link.diag, corner])
+    lasts[:, new, at] = corner
+    last = np.zeros((count, k + 1, size))
+    last[:, 0, :start] = np.stack([link.last for link in links])  # type: ignore[misc]
+    last[:, 1:] = lasts
+    summed = np.cumsum(last, axis=1)[:, -1]
+    for g, link in enumerate(links):
+        assert link.diag is not None
+        link.rows = rows[g, -1].copy()
+        link.last = summed[g].copy()
+        link.diag = np.concatenate([link.diag, corner[g]])
 
 
 def search(
@@ -235,6 +249,7 @@ def resume_all(
     todo, rank = list(jobs), 0
     while todo:
         tests: dict[int, list[tuple[int, Link]]] = {}
+        extended: dict[tuple[int, int], list[tuple[int, Link]]] = {}
         for s in todo:
             job = jobs[s]
             link = job.old.chain[rank] if rank < len(job.old.chain) else None
@@ -245,8 +260,15 @@ def resume_all(
             elif link.start == 0 and values[s].size < options.changepoint_min_points:
                 out[s] = Found([], [])
             else:
-                extend(link, values[s], job.before)
-                tests.setdefault(values[s].size - link.start, []).append((s, link))
+                size = values[s].size - link.start
+                extended.setdefault((size, job.before - link.start), []).append((s, link))
+                tests.setdefault(size, []).append((s, link))
+        for (size, start), batch in extended.items():
+            per = max(1, _BATCH_CELLS // ((size - start + 1) * size))
+            for lo in range(0, len(batch), per):
+                part = batch[lo : lo + per]
+                segments = np.stack([values[s][link.start :] for s, link in part])
+                extend_batch([link for _, link in part], segments, start)
         todo = _test_links(tests, values, noise, jobs, out, grow, options)
         rank += 1
     return _searched_on(jobs, out, grow, fresh, values, noise, options)

@@ -29,7 +29,8 @@ first new run (or the start of the stored session it joins):
   aggregates of the stored points leave DuckDB.
 
 Change points are resumed (or searched again) on the partitions whose points changed.  What is
-judged again in full instead (exact anyway, only slower): a GPU new to the store; a
+judged again in full instead (exact anyway, only slower; its change points resumed
+where they can, :func:`kiana.shards.store.rejudge`): a GPU new to the store; a
 GPU whose calibration would change (:func:`kiana.stats.calfit.prefix_size`: its steps
 reach the next rung, or ``t`` is at or before the calibration's cut: every step whose value
 can change has a session at or after ``t``, and a step is ordered by its later session, so
@@ -83,7 +84,12 @@ CUT_SCHEMA: dict[str, pl.DataType] = {
 
 #: ``(D, D2)`` of the module docstring per group of kernels (``grp``: a kernel, or
 #: ``*`` for every kernel of a GPU with a partition without baselines), in SQL over
-#: the stored points: only the aggregates leave DuckDB, never a GPU's history.
+#: the stored points: only the aggregates leave DuckDB, never a GPU's history.  The
+#: stored points are read twice, each time grouped by series once (hashing a series'
+#: keys is what costs): ``per`` gives each series' last point before ``t`` (``D`` is the
+#: earliest of those of the touched series), ``after`` whether it has a point from
+#: ``D`` on, and the sessions of its last two points before ``D`` (the series are in
+#: time order, checked before: those are the two latest positions before ``D``).
 _CUT_SQL = """
 WITH pts AS (
   SELECT p.gpu, g.grp, p.partition_id, p.provider, p.metric, p.position, p.session_start,
@@ -97,35 +103,32 @@ t AS (SELECT t0.gpu, t0.grp, least(t0.t0, coalesce(min(p.session_start), t0.t0))
         ON p.gpu = t0.gpu AND p.grp = t0.grp AND p.last_observed_at >= t0.t0 - $gap
       GROUP BY t0.gpu, t0.grp, t0.t0),
 touched AS (SELECT DISTINCT gpu, grp, partition_id, provider, metric FROM f),
-last AS (SELECT p.gpu, p.grp, max(p.session_start) AS last
-         FROM pts p JOIN t USING (gpu, grp)
-         JOIN touched s USING (gpu, grp, partition_id, provider, metric)
-         WHERE p.session_start < t.t GROUP BY p.gpu, p.grp, p.partition_id, p.provider, p.metric),
+per AS (SELECT p.gpu, p.grp, p.partition_id, p.provider, p.metric,
+               max(p.session_start) FILTER (WHERE p.session_start < t.t) AS last
+        FROM pts p JOIN t USING (gpu, grp) GROUP BY ALL),
 d AS (SELECT t.gpu, t.grp, date_trunc('day', least(t.t, coalesce(min(l.last), t.t))) AS d
-      FROM t LEFT JOIN last l USING (gpu, grp) GROUP BY t.gpu, t.grp, t.t),
-live AS (SELECT DISTINCT p.gpu, p.grp, p.partition_id, p.provider, p.metric
-         FROM pts p JOIN d USING (gpu, grp) WHERE p.session_start >= d.d),
-lastpos AS (SELECT p.gpu, p.grp, p.partition_id, p.provider, p.metric, max(p.position) AS lp
-            FROM pts p JOIN d USING (gpu, grp)
-            JOIN live USING (gpu, grp, partition_id, provider, metric)
-            WHERE p.session_start < d.d GROUP BY ALL),
-ahead AS (SELECT p.gpu, p.grp, min(p.session_start) AS a
-          FROM pts p JOIN lastpos l USING (gpu, grp, partition_id, provider, metric)
-          WHERE p.position BETWEEN l.lp - 1 AND l.lp
-          GROUP BY p.gpu, p.grp, p.partition_id, p.provider, p.metric),
-since AS (SELECT d.gpu, d.grp, d.d, date_trunc('day', least(d.d, coalesce(min(a.a), d.d))) AS s
-          FROM d LEFT JOIN ahead a USING (gpu, grp) GROUP BY d.gpu, d.grp, d.d)
+      FROM t LEFT JOIN (per JOIN touched USING (gpu, grp, partition_id, provider, metric)) l
+        USING (gpu, grp)
+      GROUP BY t.gpu, t.grp, t.t),
+after AS (SELECT p.gpu, p.grp, bool_or(p.session_start >= d.d) AS live,
+                 list_min(max_by(p.session_start, p.position, 2)
+                          FILTER (WHERE p.session_start < d.d)) AS a
+          FROM pts p JOIN d USING (gpu, grp) GROUP BY p.gpu, p.grp, p.partition_id, p.provider, p.metric),
+since AS (SELECT d.gpu, d.grp, d.d,
+                 date_trunc('day', least(d.d, coalesce(min(a.a) FILTER (WHERE a.live), d.d))) AS s
+          FROM d LEFT JOIN after a USING (gpu, grp) GROUP BY d.gpu, d.grp, d.d)
 SELECT g.gpu, g.kernel, since.d AS own, since.s AS since, t.t AS "first"
 FROM since JOIN t USING (gpu, grp) JOIN kiana_groups g USING (gpu, grp) ORDER BY ALL
 """
 
 #: The GPUs with a stored series whose sessions do not start in the order of its points
-#: (a point and the next: positions are 0, 1, ... in each series).
+#: (its session starts in the order of its positions are not sorted): one group-by of
+#: the stored points, not a join of each point with the next.
 _DISORDERED_SQL = """
-SELECT DISTINCT a.gpu FROM judged_points a JOIN judged_points b
-  ON a.partition_id = b.partition_id AND a.provider = b.provider AND a.metric = b.metric
-     AND b.position = a.position + 1
-WHERE a.gpu IN (SELECT unnest($gpus)) AND b.session_start < a.session_start
+SELECT DISTINCT gpu FROM (
+  SELECT gpu, list(session_start ORDER BY position) AS starts FROM judged_points
+  WHERE gpu IN (SELECT unnest($gpus)) GROUP BY gpu, partition_id, provider, metric)
+WHERE starts <> list_sort(starts)
 """
 
 

@@ -68,23 +68,7 @@ def stored_state(
     (``tail``: the stored points from ``since`` on; ``facts``: each series' count of
     values, ``_levels``; ``cut``: ``own`` per GPU and kernel)."""
     keys = list(SERIES_KEYS)
-    params: dict[str, object] = {"p": parts}
-    cps = query(
-        con, f"SELECT {', '.join(keys)}, {creep.INDEX}, p_value FROM judged_changepoints "
-        f"WHERE {_WHERE}", params,
-    )  # fmt: skip
-    found_at: dict[Key, list[tuple[int, float]]] = {}
-    for row in cps.iter_rows():
-        found_at.setdefault(tuple(row[:3]), []).append((int(row[3]), float(row[4])))
-    links = query(con, f"SELECT * FROM judged_segments WHERE {_WHERE}", params)
-    chains: dict[Key, list[creep.Link]] = {}
-    for named in links.sort(*keys, "link").iter_rows(named=True):
-        link = creep.Link(named["start"], named["split"], named["p"])
-        link.diag, link.last, link.rows = (
-            None if named[c] is None else np.frombuffer(named[c], dtype=np.float64).copy()
-            for c in ("diag", "last", "rows")
-        )
-        chains.setdefault(tuple(named[k] for k in keys), []).append(link)
+    searches = _searches(con, _WHERE, {"p": parts})
     own = tail.join(cut.select("gpu", "kernel", "own"), on=["gpu", "kernel"], how="inner")
     own = own.filter((pl.col("session_start") >= pl.col("own")) & pl.col("cp_index").is_not_null())
     by_series = {
@@ -94,13 +78,66 @@ def stored_state(
     sizes = {tuple(r[:3]): int(r[3]) for r in facts.select(*keys, "_levels").iter_rows()}
     empty = np.empty(0)
     out: dict[Key, Before] = {}
-    for key, chain in chains.items():
+    for key, found in searches.items():
         mine = by_series.get(key)
         values = empty if mine is None else mine["log_median"].to_numpy().astype(np.float64)
         noise = empty if mine is None else mine["sigma"].fill_null(np.nan).to_numpy()
-        found = creep.Found(sorted(found_at.get(key, [])), chain)
         out[key] = Before(sizes[key], values, noise.astype(np.float64), found)
     return out
+
+
+def stored_whole(con: duckdb.DuckDBPyConnection, gpus: list[str]) -> dict[Key, Before]:
+    """:class:`Before` of every series of ``gpus`` with a stored search state, with all
+    its stored values (for GPUs judged again whole: a GPU whose calibration moved to
+    its next rung keeps the values of its points, and their noise as long as the
+    workload component it rests on did not move, so its series resume)."""
+    where = "gpu IN (SELECT unnest($g))"
+    params: dict[str, object] = {"g": gpus}
+    searches = _searches(con, where, params)
+    frame = query(
+        con,
+        "SELECT partition_id, provider, metric, log_median, sigma FROM judged_points "
+        f"WHERE {where} AND cp_index IS NOT NULL ORDER BY partition_id, provider, metric, cp_index",
+        params,
+    )
+    out: dict[Key, Before] = {}
+    if frame.height == 0:
+        return out
+    keys = frame.select(*SERIES_KEYS)
+    starts = keys.select(pl.struct(*SERIES_KEYS).is_first_distinct()).to_series()
+    cuts = np.flatnonzero(starts.to_numpy()).tolist()[1:]
+    values = np.split(frame["log_median"].to_numpy().astype(np.float64), cuts)
+    noise = np.split(frame["sigma"].fill_null(np.nan).to_numpy().astype(np.float64), cuts)
+    for key, v, n in zip(keys[[0, *cuts]].iter_rows(), values, noise, strict=True):
+        found = searches.get(key)
+        if found is not None:
+            out[key] = Before(v.size, v, n, found)
+    return out
+
+
+def _searches(
+    con: duckdb.DuckDBPyConnection, where: str, params: dict[str, object]
+) -> dict[Key, creep.Found]:
+    """The stored search of every series with a search state (``where``: of the
+    change-point and segment tables): its change points and right chain."""
+    keys = list(SERIES_KEYS)
+    cps = query(
+        con, f"SELECT {', '.join(keys)}, {creep.INDEX}, p_value FROM judged_changepoints "
+        f"WHERE {where}", params,
+    )  # fmt: skip
+    found_at: dict[Key, list[tuple[int, float]]] = {}
+    for row in cps.iter_rows():
+        found_at.setdefault(tuple(row[:3]), []).append((int(row[3]), float(row[4])))
+    links = query(con, f"SELECT * FROM judged_segments WHERE {where}", params)
+    chains: dict[Key, list[creep.Link]] = {}
+    for named in links.sort(*keys, "link").iter_rows(named=True):
+        link = creep.Link(named["start"], named["split"], named["p"])
+        link.diag, link.last, link.rows = (
+            None if named[c] is None else np.frombuffer(named[c], dtype=np.float64).copy()
+            for c in ("diag", "last", "rows")
+        )
+        chains.setdefault(tuple(named[k] for k in keys), []).append(link)
+    return {key: creep.Found(sorted(found_at.get(key, [])), chain) for key, chain in chains.items()}
 
 
 def search_again(

@@ -110,6 +110,19 @@ def _origins_sql() -> str:
     """
 
 
+def _origins_of(chosen: str) -> str:
+    """The origin of every run of ``chosen`` (a table of runs) with one: its labels
+    joined first, then grouped (filtering the labels by a subquery after grouping every
+    run's would group all 30M labels of 10M runs: 18.5 s against 1.3 s for one GPU)."""
+    return f"""
+        SELECT l.run_id,
+               nullif(concat_ws(':', max(l.value) FILTER (WHERE l.key = $commit),
+                                     max(l.value) FILTER (WHERE l.key = $csv)), '') AS origin
+        FROM {chosen} c JOIN labels l USING (run_id) WHERE l.key IN ($commit, $csv)
+        GROUP BY l.run_id
+    """
+
+
 def write_origins(
     con: duckdb.DuckDBPyConnection, folder: Path, gpus: Collection[str] | None = None
 ) -> Path:
@@ -119,13 +132,16 @@ def write_origins(
     commit, csv = ORIGIN_LABELS
     target = folder / "origins"
     quoted = "'" + str(target).replace("'", "''") + "'"
-    where = "" if gpus is None else "WHERE r.gpu IN (SELECT unnest($gpus))"
     params: dict[str, object] = {"commit": commit, "csv": csv}
-    if gpus is not None:
+    if gpus is None:
+        source = _origins_sql()
+    else:
         params["gpus"] = sorted(gpus)
+        named = "(SELECT run_id FROM runs WHERE gpu IN (SELECT unnest($gpus)))"
+        source = _origins_of(named)
     con.execute(
-        f"COPY (SELECT r.gpu, o.run_id, o.origin FROM ({_origins_sql()}) o "
-        f"JOIN runs r USING (run_id) {where}) "
+        f"COPY (SELECT r.gpu, o.run_id, o.origin FROM ({source}) o "
+        f"JOIN runs r USING (run_id)) "
         f"TO {quoted} (FORMAT parquet, PARTITION_BY (gpu), OVERWRITE_OR_IGNORE)",
         params,
     )
@@ -163,11 +179,7 @@ def shard_runs(
     else:
         commit, csv = ORIGIN_LABELS
         params |= {"commit": commit, "csv": csv}
-        source = _origins_sql()
-        if where:
-            source = source.replace(
-                "GROUP BY", "AND run_id IN (SELECT run_id FROM chosen) GROUP BY"
-            )
+        source = _origins_of("chosen") if where else _origins_sql()
     # Sorted here rather than by DuckDB's ORDER BY (the same byte order of strings, and
     # run_id last makes it total): DuckDB then streams the rows out in batches, with no
     # sort of a whole shard held in its memory.

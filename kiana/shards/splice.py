@@ -300,8 +300,11 @@ def _replace(con: duckdb.DuckDBPyConnection, cut: pl.DataFrame, judged: Window) 
               ("judged_points", "session_start", "own"))  # fmt: skip
     unit = judged.unit
     for table, column, own in tables:
+        # ``t.{column} >= (the earliest own)`` first: a comparison that leaves the few rows
+        # of the newest days to the join with the cut, instead of every stored row
         con.execute(
-            f"DELETE FROM {table} t WHERE gpu IN (SELECT gpu FROM {CUT_VIEW}) AND EXISTS "
+            f"DELETE FROM {table} t WHERE gpu IN (SELECT gpu FROM {CUT_VIEW}) "
+            f"AND t.{column} >= (SELECT min({own}) FROM {CUT_VIEW}) AND EXISTS "
             f"(SELECT 1 FROM {CUT_VIEW} c WHERE c.gpu = t.gpu AND c.kernel = t.kernel "
             f"AND t.{column} >= c.{own})"
         )

@@ -27,6 +27,7 @@ holds exactly the loads it rests on (:func:`status`); then it is the judgement o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator
@@ -46,9 +47,13 @@ if TYPE_CHECKING:
 #: (the package version does not change between development commits): older stored
 #: judgements are rebuilt.  4: a sweep off and back must come back within its noise
 #: (:mod:`kiana.stats.outliers`), and the sitting link's bound is said.  5: bridges
-#: across a session too noisy to place a change in (:mod:`kiana.stats.bridges`).  6: one
-#: workload off the rest of its sweep and back is an outlier session.
-STORE_VERSION = 6
+#: across a session too noisy to place a change in (:mod:`kiana.stats.bridges`).  6: the
+#: sitting factors and the calibration take the steps in one order
+#: (:func:`kiana.stats.calfit.canonical`: the same bits whatever order they came in).
+#: 7: a group's posterior mean factor summed row by row (:func:`kiana.stats.states.mean_f2`).
+#: 8: one workload off the rest of its sweep and back is an outlier session
+#: (:mod:`kiana.stats.outliers`).
+STORE_VERSION = 8
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
@@ -296,13 +301,29 @@ def rejudge(
     max_runs: int | None = None,
 ) -> None:
     """Judge the runs of ``gpus`` again in full and replace their stored rows (inside
-    the caller's transaction): exact, since nothing the judge computes crosses GPUs."""
+    the caller's transaction): exact, since nothing the judge computes crosses GPUs.
+    Their change points are not searched with the judge but after it, from the stored
+    search states (:func:`kiana.shards.resumed.search_again`): a series whose stored
+    values and noise begin its new ones resumes its search, any other is searched
+    again.  A GPU whose calibration moved to its next rung keeps its points' values,
+    and their noise while the workload component did not move (it seldom does: its
+    cells' scales lie on a grid), so most of its series resume."""
     if not gpus:
         return
+    from kiana.shards import resumed
+
+    before = resumed.stored_whole(con, gpus) if options.changepoints else {}
     for table in TABLES:
         con.execute(f"DELETE FROM {table} WHERE gpu IN (SELECT unnest($g))", {"g": gpus})
-    rows = list(_judge_units(con, options, code_changes, max_runs, gpus, spill=SPILL_RUNS))
+    plain = dataclasses.replace(options, changepoints=False)
+    rows = list(_judge_units(con, plain, code_changes, max_runs, gpus, spill=SPILL_RUNS))
     judged = pl.concat(rows) if rows else pl.DataFrame(schema=GPU_SCHEMA)
+    parts = con.execute(
+        "SELECT DISTINCT partition_id FROM judged_points WHERE gpu IN (SELECT unnest($g)) "
+        "ORDER BY 1",
+        {"g": gpus},
+    ).fetchall()
+    resumed.search_again(con, [str(p) for (p,) in parts], before, options)
     finish(con, options, judged, gpus)
 
 

@@ -94,6 +94,21 @@ def earliest(steps: pl.DataFrame) -> pl.DataFrame:
     return joined.filter(step_time() <= pl.col("_cut")).drop("_cut")
 
 
+#: The order :func:`state_factors` and :func:`fit` take a GPU's steps in (a total order
+#: of the steps, their values last): every sum over a sitting group's samples is then
+#: taken in one order whatever the order the steps came in, so the factors are the same
+#: to the bit whether a GPU's steps were judged alone, beside other GPUs' or in a
+#: window of its newest sessions (:mod:`kiana.shards.incremental`).
+CANONICAL = ("partition_id", "provider", "metric", "from_session", "to_session", "aa",
+             "from_observed_at", "to_observed_at", "log_ratio", "from_measured", "to_measured")  # fmt: skip
+
+
+def canonical(steps: pl.DataFrame) -> pl.DataFrame:
+    """``steps`` in the order :data:`CANONICAL` (the columns it has)."""
+    keys = [c for c in CANONICAL if c in steps.columns]
+    return steps.sort(keys, nulls_last=True, maintain_order=True) if keys else steps
+
+
 def _fit(
     samples: pl.DataFrame, component: str, levels: tuple[tuple[str, tuple[str, ...]], ...],
     *, tails: bool = True,
@@ -247,7 +262,9 @@ def state_factors(
     exponent, learned (NPMLE, :func:`kiana.stats.states.fit_link`) when ``priors`` is
     None, one set per GPU and metric; ``sitting`` gives the sitting samples' base scales
     when judging with given priors; ``samples``: the steps' workload samples, when the
-    caller has them already."""
+    caller has them already (of the steps in :func:`canonical` order: the order they
+    are taken in here, so that every sum over a group's samples is taken in one order)."""
+    steps = canonical(steps)
     raw_ws = workload_samples(steps) if samples is None else samples
     ws = _base(raw_ws.filter(~pl.col("history")), workload, "workload")
     keys = steps.select("_group", "gpu", "metric").unique().sort("_group")
@@ -301,7 +318,7 @@ def fit(steps: pl.DataFrame) -> Calibration:
     :func:`kiana.stats.steps.pair_points` with ``is_subject``, ``aa`` and
     ``benchmark_changed`` marked), in :data:`ROUNDS` rounds: components given the
     states, states given the components."""
-    steps = states.group_key(steps)
+    steps = canonical(states.group_key(steps))
     f2: pl.DataFrame | None = None
     workload = sitting = pl.DataFrame(schema=CALIBRATION_SCHEMA)
     priors = pl.DataFrame()

@@ -106,3 +106,19 @@ def test_resume_all_equals_a_search_of_each_series() -> None:
     resumed = creep.resume_all(olds, values, noise, OPTIONS)
     for s in olds:
         _same(resumed[s], creep.search([values[s]], [noise[s]], [(0, 0)], OPTIONS)[0])
+
+
+def test_links_extended_in_one_batch_are_each_extended_alone() -> None:
+    """:func:`creep.extend_batch` of links of one length and one count of new values
+    gives each link the bits :func:`creep.extend` gives it alone."""
+    series = [np.round(_series(seed, 60, [(30, 0.1 * seed)]), 3) for seed in range(5)]
+    alone, batched = [], []
+    for values in series:
+        diag, last, rows = creep.q_state(values[None, 4:57])
+        alone.append(creep.Link(4, None, None, diag[0], last[0], rows[0]))
+        batched.append(creep.Link(4, None, None, diag[0].copy(), last[0].copy(), rows[0].copy()))
+        creep.extend(alone[-1], values, 57)
+    creep.extend_batch(batched, np.stack([values[4:] for values in series]), 53)
+    for one, many in zip(alone, batched, strict=True):
+        for name in ("diag", "last", "rows"):
+            assert np.array_equal(getattr(many, name), getattr(one, name))

@@ -137,3 +137,33 @@ def test_cuts_equal_the_reference(
         assert_frame_equal(found.sort("gpu", "kernel"), reference_cuts(con, fresh, gpus))
     finally:
         con.close()
+
+
+def test_a_gpu_with_a_series_out_of_time_order_is_left_out(tmp_path: Path) -> None:
+    """A GPU with a stored series whose sessions do not start in the order of its points
+    (a later label measured earlier) has no cut: it is judged again whole."""
+    docs = _docs(DATA, None, False)
+    con = kiana.load.connect(tmp_path / "kiana.duckdb")
+    try:
+        kiana.load.load_documents(con, docs[: int(len(docs) * 0.6)])
+        judge_all(con, OPTIONS)
+        kiana.load.load_documents(con, docs[int(len(docs) * 0.6) :])
+        new = sorted(set(store.loads(con)) - set(store.stored_loads(con)))
+        fresh = incremental.fresh_runs(con, new)
+        gpus = sorted(set(fresh["gpu"].to_list()))
+        gpu = incremental.cuts(con, fresh, gpus, OPTIONS)["gpu"][0]
+        (series,) = con.execute(
+            "SELECT partition_id, provider, metric FROM judged_points WHERE gpu = $g "
+            "AND position = 1 ORDER BY ALL LIMIT 1",
+            {"g": gpu},
+        ).fetchall()
+        con.execute(
+            "UPDATE judged_points SET session_start = session_start + INTERVAL 1000 DAY "
+            "WHERE position = 0 AND partition_id = ? AND provider = ? AND metric = ?",
+            list(series),
+        )
+        found = incremental.cuts(con, fresh, gpus, OPTIONS)
+        assert gpu not in found["gpu"].to_list() and found.height
+        assert_frame_equal(found.sort("gpu", "kernel"), reference_cuts(con, fresh, gpus))
+    finally:
+        con.close()

@@ -184,6 +184,32 @@ def test_a_calibration_change_then_spliced_then_older(
     load_and_check(db, parts, ["judged in full", again, spliced, again])
 
 
+def test_a_calibration_change_resumes_the_change_points(
+    db: duckdb.DuckDBPyConnection, history_docs: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GPUs judged again whole (here every GPU: their calibrations move, rungs from 60
+    steps on) resume their series' change points from the stored search states where
+    their values and noise begin the new ones (the workload component did not move: 24
+    of 81 series here) instead of searching them again from their first value."""
+    from kiana.shards import creep
+
+    monkeypatch.setattr(calfit, "FULL_STEPS", 60)
+    n = len(history_docs)
+    kiana.load.load_documents(db, history_docs[int(n * 0.05) : int(n * 0.65)])
+    judge_all(db, OPTIONS)
+    resumed: list[int] = []
+    resume_all = creep.resume_all
+
+    def spy(olds: dict[int, Any], *args: Any) -> dict[int, creep.Found]:
+        resumed.append(len(olds))
+        return resume_all(olds, *args)
+
+    monkeypatch.setattr(creep, "resume_all", spy)
+    again = "stored judgement updated: 0 GPU(s) from their newest sessions, 3 judged again"
+    load_and_check(db, [history_docs[int(n * 0.65) : int(n * 0.75)]], [again])
+    assert sum(resumed) > 0
+
+
 def _tables(path: Path) -> dict[str, int]:
     check = duckdb.connect(str(path), read_only=True)
     try:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
-from kiana.stats import Calibration, JudgeOptions, calibrate, judge
+from kiana.stats import Calibration, JudgeOptions, calfit, calibrate, judge
 from kiana.stats.nullfit import ALT_SCALE, COARSE, GRID, SHARES, TAILS, equivalent_factor, fit_cells
 from tests.stats_fixtures import frame, series
 
@@ -139,3 +141,37 @@ def test_judging_with_a_given_calibration_uses_it() -> None:
 def test_calibration_off_is_the_measured_noise_alone() -> None:
     steps = judge(frame(sweep_history(0.01)), JudgeOptions(calibrate=False)).steps
     assert (steps["workload_noise"] == 0).all() and (steps["sitting_noise"] == 0).all()
+
+
+@pytest.fixture(scope="module")
+def generated_steps() -> pl.DataFrame:
+    """The steps of data/generated (the judge's first stage), with their sitting groups."""
+    import kiana
+    from kiana.shards import shard_runs
+    from kiana.stats import _stage
+    from kiana.stats.states import group_key
+    from tests.conftest import ROOT
+
+    con = kiana.connect()
+    kiana.load_paths(con, [ROOT / "data" / "generated"])
+    return group_key(_stage(shard_runs(con), JudgeOptions(), None).steps)
+
+
+@pytest.fixture(scope="module")
+def generated_calibration(generated_steps: pl.DataFrame) -> Calibration:
+    return calfit.fit(generated_steps)
+
+
+def test_the_sitting_factors_do_not_depend_on_the_order_of_the_steps(
+    generated_steps: pl.DataFrame, generated_calibration: Calibration
+) -> None:
+    """Every sum over a sitting group's samples is taken in one order (the steps'
+    :data:`kiana.stats.calfit.CANONICAL` order), so the factors are the same to the bit
+    whatever order the steps come in (a GPU judged alone, beside others, or in a window
+    of its newest sessions)."""
+    cal = generated_calibration.frame
+    parts = [cal.filter(pl.col("component") == c) for c in ("workload", "sitting", "state")]
+    first, _ = calfit.state_factors(generated_steps, *parts)
+    shuffled = generated_steps.sample(fraction=1.0, shuffle=True, seed=0)
+    again, _ = calfit.state_factors(shuffled, *parts)
+    assert_frame_equal(again.sort("_group"), first.sort("_group"), check_exact=True)

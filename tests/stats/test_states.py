@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from kiana.stats.states import FACTORS, ONE, PSEUDO, equivalent, npmle, posterior
+from kiana.stats.states import FACTORS, ONE, PSEUDO, equivalent, mean_f2, npmle, posterior
 
 
 def npmle_reference(a: np.ndarray, rounds: int = 300) -> np.ndarray:
@@ -73,3 +73,13 @@ def test_a_calm_group_keeps_factor_one_and_a_possible_shift_costs_noise() -> Non
     unsure = calm * 0.97
     unsure[0, -6] = 0.03
     assert equivalent(unsure, 3.0)[0] > 4.0
+
+
+def test_a_groups_mean_factor_does_not_depend_on_the_other_groups() -> None:
+    """A group's posterior mean factor has the same bits alone as among thousands of
+    groups (a window of a GPU's newest sessions against all of its groups)."""
+    rng = np.random.default_rng(0)
+    post = rng.dirichlet(np.ones(FACTORS.size), size=5000)
+    together = mean_f2(post, 1.5)
+    alone = np.array([mean_f2(post[i : i + 1], 1.5)[0] for i in range(300)])
+    assert np.array_equal(alone, together[:300])
