@@ -30,7 +30,8 @@ HELP = "pull-request gate: judge the benchmark rows a head adds against the hist
 
 EPILOG = """\
 exit status:
-  0  no Liger provider regressed, and every head row of a Liger provider was judged
+  0  no Liger provider regressed, every head row of a Liger provider was judged,
+     and none of their findings is inconclusive
   1  a Liger provider regressed: a finding with verdict 'regression'
   2  usage error: REPO is not a git repository, --base/--head unknown or swapped, no
      Liger CSVs, an output that cannot be written

@@ -7,7 +7,7 @@ EXIT_PASSED, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 EXIT_UNJUDGED, EXIT_ROWS, EXIT_TIMEOUT, EXIT_CRASH = 3, 4, 5, 6
 #: ``kiana gate``'s exit status: code -> meaning (``--help``, README, tests/SECURITY.md).
 EXIT_CODES: dict[int, str] = {
-    EXIT_PASSED: "no Liger provider regressed, and every head row of a Liger provider was judged",
+    EXIT_PASSED: "no Liger provider regressed, every head row of a Liger provider was judged, and none of their findings is inconclusive",
     EXIT_REGRESSED: "a Liger provider regressed: a finding with verdict 'regression'",
     EXIT_USAGE: "usage error: not a git repository, --base/--head unknown or swapped, no "
     "Liger CSVs, an output that cannot be written",
