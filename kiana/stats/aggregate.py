@@ -18,6 +18,17 @@ from kiana.stats.pooling import KEYS, deviation, lone, lone_cut, pool
 from kiana.vocabulary import source_rank
 
 
+def lone_basis() -> tuple[pl.Expr, pl.Expr]:
+    """The log ratio and per-workload noise a workload is judged on against the rest of
+    its sweep (the lone rule here, one-workload outliers in :mod:`kiana.stats.outliers`):
+    its change against its control where it has one, else its own change."""
+    has_adj = pl.col("adjusted_log_ratio").is_not_null()
+    return (
+        pl.when(has_adj).then(pl.col("adjusted_log_ratio")).otherwise(pl.col("log_ratio")),
+        pl.when(has_adj).then(pl.col("adjusted_wnoise")).otherwise(pl.col("wnoise")),
+    )
+
+
 def _basis_columns(frame: pl.DataFrame) -> pl.DataFrame:
     """Outliers out; ``_adj_y`` and the lone marks."""
     if "outlier" not in frame.columns:
@@ -27,9 +38,10 @@ def _basis_columns(frame: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("outlier")).then(None).otherwise(pl.col(c)).alias(c) for c in cleared
     )
     has_adj = pl.col("adjusted_log_ratio").is_not_null()
+    y, s = lone_basis()
     return frame.with_columns(
-        pl.when(has_adj).then(pl.col("adjusted_log_ratio")).otherwise(pl.col("log_ratio")).alias("_y"),
-        pl.when(has_adj).then(pl.col("adjusted_wnoise")).otherwise(pl.col("wnoise")).alias("_s"),
+        y.alias("_y"),
+        s.alias("_s"),
         pl.when(has_adj).then(pl.col("adjusted_noise")).otherwise(pl.col("noise")).alias("_full"),
         has_adj.alias("_has_adj"),
     )  # fmt: skip

@@ -60,6 +60,7 @@ import math
 
 import polars as pl
 
+from kiana.stats.aggregate import lone_basis
 from kiana.stats.controls import control_moved
 from kiana.stats.evidence import pct
 from kiana.stats.options import JudgeOptions
@@ -111,9 +112,7 @@ def _into(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     )
     # One workload against the rest of its sweep, on the basis the lone rule reads (the
     # change against the control where there is one): the sitting's offset cancels.
-    has_adj = pl.col("adjusted_log_ratio").is_not_null()
-    y = pl.when(has_adj).then(pl.col("adjusted_log_ratio")).otherwise(pl.col("log_ratio"))
-    s = pl.when(has_adj).then(pl.col("adjusted_wnoise")).otherwise(pl.col("wnoise"))
+    y, s = lone_basis()
     dev = y - (y.sum().over(group) - y) / (n - 1)
     dev_moved = (
         (n > 1)
