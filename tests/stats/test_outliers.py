@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 import pytest
 
@@ -67,12 +69,19 @@ VERSIONS = ["0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0", "0.9.0", "0.9.1"]
 def _sweep(levels: list[float]) -> pl.DataFrame:
     """Five workloads at the relative ``levels`` of :data:`VERSIONS`' sessions (9 days
     apart), a small deterministic jitter per workload and session."""
+    assert len(levels) == len(VERSIONS)
+    return _sweep_of(lambda w, d: levels[d])
+
+
+def _sweep_of(level: Callable[[int, int], float]) -> pl.DataFrame:
+    """:func:`_sweep` with workload ``w``'s relative level at session ``d`` given by
+    ``level(w, d)``."""
     rows: list[dict] = []
     for w in range(5):
-        for d, (v, level) in enumerate(zip(VERSIONS, levels, strict=True)):
+        for d, v in enumerate(VERSIONS):
             jitter = 1.0 + 0.0007 * (((w * 7 + d * 3) % 5) - 2)
-            rows.append(run(v, 100.0 * (w + 1) * level * jitter, workload=f"w{w}", day=9 * d,
-                            minute=w, spread=0.005))  # fmt: skip
+            rows.append(run(v, 100.0 * (w + 1) * level(w, d) * jitter, workload=f"w{w}",
+                            day=9 * d, minute=w, spread=0.005))  # fmt: skip
     return frame(rows)
 
 
@@ -96,14 +105,7 @@ def test_one_workload_off_its_sweep_and_back_is_an_outlier_when_its_sitting_move
     # Session 4 sat 5% slow for every workload, and w3 another -12% against the rest of
     # its sweep: its own change, -7.9% and +8.6%, is under the 9% bar, yet against its
     # sweep it left by 12.8% and came back at the next session: one session off.
-    rows: list[dict] = []
-    for w in range(5):
-        for d, v in enumerate(VERSIONS):
-            level = (1.05 * (0.88 if w == 3 else 1.0)) if d == 4 else 1.0
-            jitter = 1.0 + 0.0007 * (((w * 7 + d * 3) % 5) - 2)
-            rows.append(run(v, 100.0 * (w + 1) * level * jitter, workload=f"w{w}", day=9 * d,
-                            minute=w, spread=0.005))  # fmt: skip
-    result = judge(frame(rows))
+    result = judge(_sweep_of(lambda w, d: (1.05 * (0.88 if w == 3 else 1.0)) if d == 4 else 1.0))
     w3 = result.steps.filter(pl.col("workload") == "w3").sort("from_session")
     assert w3["outlier"].to_list()[3:5] == [True, True]
     assert "(against the rest of its sweep) and back at the next session" in w3["evidence"][3]
@@ -115,14 +117,7 @@ def test_one_workload_off_its_sweep_and_back_is_an_outlier_when_its_sitting_move
 
 
 def test_one_workload_that_leaves_its_sweep_and_stays_is_a_change() -> None:
-    rows: list[dict] = []
-    for w in range(5):
-        for d, v in enumerate(VERSIONS):
-            level = 0.85 if (w == 3 and d >= 4) else 1.0
-            jitter = 1.0 + 0.0007 * (((w * 7 + d * 3) % 5) - 2)
-            rows.append(run(v, 100.0 * (w + 1) * level * jitter, workload=f"w{w}", day=9 * d,
-                            minute=w, spread=0.005))  # fmt: skip
-    result = judge(frame(rows))
+    result = judge(_sweep_of(lambda w, d: 0.85 if (w == 3 and d >= 4) else 1.0))
     assert result.quality.filter(pl.col("kind") == "outlier").height == 0
     lone = result.findings.filter(pl.col("basis") == "lone")
     assert lone["verdict"].to_list() == ["improvement"] and lone["workloads"].to_list() == ["w3"]
