@@ -48,6 +48,11 @@ FINDING = (
 )  # fmt: skip
 
 
+def workload_noise() -> pl.Expr:
+    """A step's per-workload noise: its noise without the sitting part."""
+    return (pl.col("noise").pow(2) - pl.col("sitting_noise").pow(2)).clip(lower_bound=0).sqrt()
+
+
 def _steps_of(steps: pl.DataFrame, missed: pl.DataFrame) -> pl.DataFrame:
     """The true workload's step of each one-workload miss: its raw and adjusted change,
     its per-workload noise (the step's noise without the sitting part), its siblings'
@@ -55,7 +60,7 @@ def _steps_of(steps: pl.DataFrame, missed: pl.DataFrame) -> pl.DataFrame:
     (:func:`kiana.stats.pooling.deviation`) beside the Bonferroni cut it had to reach."""
     liger = steps.filter(pl.col("provider") == "liger", pl.col("metric") == "latency")
     adjusted = pl.col("adjusted_change").fill_null(pl.col("change"))
-    wnoise = (pl.col("noise").pow(2) - pl.col("sitting_noise").pow(2)).clip(lower_bound=0).sqrt()
+    wnoise = workload_noise()
     dev, dev_se, k = deviation(pl.col("change").log1p(), wnoise)
     keyed = missed.filter(pl.col("true_workload").is_not_null()).select(*UNIT, "true_workload")
     swept = liger.join(keyed, on=UNIT, how="inner").with_columns(

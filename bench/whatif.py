@@ -49,12 +49,12 @@ import math
 from pathlib import Path
 
 import polars as pl
-from detection import UNIT, judge_folder, release_units
+from detection import CHANGE, FLAGS, UNIT, judge_folder, release_units
+from misses import workload_noise
 
 import kiana.stats.sweeps as sweeps
 
 POOLED = ("raw_mu", "raw_se", "adj_mu", "adj_se", "ctl_mu", "ctl_se")
-FLAGS = ("regression", "improvement")
 
 
 #: The deviations of :func:`judged` (its second frame), filled as the seeds are judged.
@@ -70,8 +70,7 @@ def _deviations(steps: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
     liger = steps.filter(
         pl.col("provider") == "liger", pl.col("metric") == "latency", ~pl.col("outlier")
     ).join(quiet, on=UNIT)
-    wnoise = (pl.col("noise").pow(2) - pl.col("sitting_noise").pow(2)).clip(lower_bound=0).sqrt()
-    dev, se, _ = deviation(pl.col("change").log1p(), wnoise)
+    dev, se, _ = deviation(pl.col("change").log1p(), workload_noise())
     return liger.select("sitting_noise", (dev / se).abs().alias("z")).drop_nulls()
 
 
@@ -204,7 +203,7 @@ def rates(units: pl.DataFrame, column: str) -> list[str]:
     return [
         share(units.filter(pl.col("case").is_in(["unchanged", "A/A pair"])), FLAGS),
         share(units.filter(pl.col("case") == "drift"), FLAGS),
-        share(units.filter(pl.col("case") == "baseline change"), (*FLAGS, "drift")),
+        share(units.filter(pl.col("case") == "baseline change"), CHANGE),
         share(units.filter(usable, pl.col("effect") == "regression", pl.col("change") >= 0.10),
               ("regression",)),
         share(units.filter(usable, pl.col("effect") == "improvement"), ("improvement",)),
