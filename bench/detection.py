@@ -714,12 +714,9 @@ def headline(merged: pl.DataFrame, noise: str) -> list[tuple[str, ...]]:
     ]  # fmt: skip
     rows: list[tuple[str, ...]] = []
     for name, frame, verdicts, target in specs:
-        cells = [
-            f"{frame.filter(pl.col(m).is_in(verdicts)).height / frame.height:.3f}"
-            if frame.height else "-"
-            for m in METHODS
-        ]  # fmt: skip
-        hits = frame.filter(pl.col(METHODS[0]).is_in(verdicts)).height
+        counts = [frame.filter(pl.col(m).is_in(verdicts)).height for m in METHODS]
+        cells = [f"{c / frame.height:.3f}" if frame.height else "-" for c in counts]
+        hits = counts[0]  # kiana's
         rows.append(
             (
                 name,
