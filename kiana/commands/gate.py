@@ -258,27 +258,7 @@ def _print(result: GateResult) -> None:
     unchanged = findings.height - shown.height
     if unchanged:
         print(f"({unchanged} unchanged finding(s) not shown: --json)")
-    failed = result.regressions.height
-    if failed:
-        print(f"FAILED: {failed} Liger regression(s)")
-    elif books.failing:
-        print(
-            f"COULD NOT JUDGE: {books.failing:,} head file(s) or row(s) of a Liger provider "
-            "refused, rejected or conflicting (exit 3)"
-        )
-    elif result.unplaced.height:
-        print(
-            f"COULD NOT JUDGE: {result.unplaced.height:,} Liger regression(s) between an "
-            "earlier session and the head's, across a session too noisy to say in which "
-            "step (exit 3)"
-        )
-    elif result.uncertain.height:
-        print(
-            f"COULD NOT JUDGE: {result.uncertain.height:,} Liger finding(s) of the head too "
-            "noisy to say whether it regressed: inconclusive (exit 3)"
-        )
-    else:
-        print("passed: no Liger regression")
+    print(result.outcome.line())
 
 
 def _print_not_judged(result: GateResult) -> None:

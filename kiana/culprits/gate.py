@@ -52,6 +52,7 @@ from kiana.culprits.exits import (
 from kiana.culprits.gaterows import Counter, HeadRows, head_rows, replaced_first
 from kiana.culprits.gaterows import history as history_rows
 from kiana.culprits.headfiles import HeadFiles, commit_csvs, worktree_csvs
+from kiana.culprits.outcome import Outcome, outcome
 from kiana.culprits.rank import Finder
 from kiana.errors import InputError, UsageError
 from kiana.importers.git import PATHSPEC
@@ -131,14 +132,16 @@ class GateResult:
         return f"work tree at {self.head[:12]}" if self.worktree else self.head[:12]
 
     @property
+    def outcome(self) -> Outcome:
+        """What the gate concludes (:mod:`kiana.culprits.outcome`): 1 on a Liger
+        regression, else 3 when Liger rows could not be judged, a regression could not be
+        placed in the head's step (:attr:`unplaced`) or a Liger finding of the head is too
+        noisy to say (:attr:`uncertain`), else 0; with the sentence every surface says."""
+        return outcome(self)
+
+    @property
     def exit_code(self) -> int:
-        """1 on a Liger regression, else 3 when Liger rows could not be judged, a
-        regression could not be placed in the head's step (:attr:`unplaced`) or a Liger
-        finding of the head is too noisy to say (:attr:`uncertain`), else 0."""
-        if self.regressions.height:
-            return EXIT_REGRESSED
-        unjudged = self.accounting.failing or self.unplaced.height or self.uncertain.height
-        return EXIT_UNJUDGED if unjudged else EXIT_PASSED
+        return self.outcome.exit_code
 
     def summary(self) -> dict[str, Any]:
         """The gate's own fields, for the JSON."""
@@ -155,6 +158,7 @@ class GateResult:
             "unplaced": self.unplaced.height,
             "uncertain": self.uncertain.height,
             "exit_code": self.exit_code,
+            "outcome": {"status": self.outcome.status, "reason": self.outcome.reason},
             "not_judged": self.accounting.summary(),
             "warnings": list(self.warnings),
         }

@@ -107,28 +107,7 @@ def _not_judged(books: Accounting) -> list[str]:
 
 
 def _headline(result: GateResult) -> str:
-    failed = result.regressions.height
-    if failed:
-        return f"### kiana gate **failed**: {failed} Liger regression(s)"
-    if result.accounting.failing:
-        return (
-            f"### kiana gate **could not judge** this pull request: "
-            f"{result.accounting.failing:,} head file(s) or row(s) of a Liger provider "
-            "refused, rejected or conflicting"
-        )
-    if result.unplaced.height:
-        return (
-            f"### kiana gate **could not judge** this pull request: "
-            f"{result.unplaced.height:,} Liger regression(s) between an earlier session and "
-            "this one, across a session too noisy to say whether this pull request caused them"
-        )
-    if result.uncertain.height:
-        return (
-            f"### kiana gate **could not judge** this pull request: "
-            f"{result.uncertain.height:,} Liger finding(s) too noisy to say whether it "
-            "regressed (inconclusive; the evidence says how many reruns would resolve each)"
-        )
-    return "### kiana gate **passed**"
+    return result.outcome.headline()
 
 
 def _finding_row(row: Mapping[str, Any]) -> str:

@@ -1,0 +1,66 @@
+"""The gate's conclusion is said once: the exit code, the comment, the terminal and the
+JSON read :func:`kiana.culprits.outcome.outcome`."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from kiana.culprits.accounting import Accounting
+from kiana.culprits.exits import EXIT_CODES
+from kiana.culprits.gate import GateResult
+from kiana.culprits.markdown import _headline
+from kiana.culprits.outcome import RULES, outcome
+from kiana.stats import Judgement
+
+
+def _result(verdict: str | None, basis: str = "adjusted", refused: int = 0) -> GateResult:
+    rows = {"is_subject": [True], "verdict": [verdict], "basis": [basis]} if verdict else {}
+    findings = pl.DataFrame(rows, schema={"is_subject": pl.Boolean, "verdict": pl.String,
+                                          "basis": pl.String})  # fmt: skip
+    empty = pl.DataFrame()
+    judgement = Judgement(steps=empty, findings=findings, changepoints=empty, versions=empty,
+                          runs_judged=0, coverage=None, quality=empty)  # type: ignore[arg-type]  # fmt: skip
+    books = Accounting(refused=tuple(f"file {i}" for i in range(refused)))
+    return GateResult(base="b" * 40, head="h" * 40, worktree=False, history_rows=1,
+                      head_rows=1, findings=findings, steps=empty, judgement=judgement,
+                      accounting=books)  # fmt: skip
+
+
+CASES = {
+    "regressed": _result("regression"),
+    "unjudged_rows": _result(None, refused=2),
+    "unplaced": _result("regression", "bridge"),
+    "uncertain": _result("inconclusive", "inconclusive"),
+    None: _result("unchanged", "unchanged"),
+}
+
+
+@pytest.mark.parametrize("rule", list(CASES))
+def test_each_case_is_decided_by_its_own_rule(rule: str | None) -> None:
+    assert outcome(CASES[rule]).rule == rule
+
+
+@pytest.mark.parametrize("rule", list(CASES))
+def test_comment_terminal_and_json_say_the_same_reason(rule: str | None) -> None:
+    result = CASES[rule]
+    said = result.outcome
+    assert _headline(result) == said.headline()
+    assert said.reason in said.line() and said.reason in said.headline()
+    assert result.summary()["outcome"] == {"status": said.status, "reason": said.reason}
+    assert result.summary()["exit_code"] == said.exit_code
+
+
+def test_a_regression_outranks_what_could_not_be_judged() -> None:
+    both = _result("regression", refused=1)
+    assert both.outcome.rule == "regressed" and both.exit_code == 1
+
+
+def test_every_rules_exit_code_is_documented() -> None:
+    assert {rule.exit_code for rule in RULES} <= set(EXIT_CODES)
+
+
+def test_the_terminal_line_names_its_exit_code_unless_passed() -> None:
+    assert CASES["uncertain"].outcome.line().startswith("COULD NOT JUDGE: 1 Liger finding")
+    assert CASES["uncertain"].outcome.line().endswith("(exit 3)")
+    assert CASES[None].outcome.line().startswith("passed: no Liger regression")
