@@ -185,7 +185,6 @@ def _sigmas(calibration: Calibration | None, options: JudgeOptions, steps: pl.Da
         cal.filter(pl.col("component") == "workload"),
         cal.filter(pl.col("component") == "sitting"),
         cal.filter(pl.col("component") == "state"),
-        options.separation,
     )
     return lambda frame: sigmas(frame, calibration, options.separation, factors)
 

@@ -253,12 +253,10 @@ def _slice_link(raw_ss: pl.DataFrame, groups: pl.Series, a: np.ndarray, weights:
 
 def state_factors(
     steps: pl.DataFrame, workload: pl.DataFrame, sitting: pl.DataFrame,
-    priors: pl.DataFrame | None, separation: float = 3.0,
-    samples: pl.DataFrame | None = None,
+    priors: pl.DataFrame | None, samples: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
     """``(factors, priors)``: per sitting group the posterior means ``f2w`` (of ``f^2``)
-    and ``f2s`` (of ``f^2b``), the tail-matched factors ``fw`` and ``fs`` at
-    ``separation`` (:mod:`kiana.stats.states`) and the ``exponent`` ``b``, and the state priors with their
+    and ``f2s`` (of ``f^2b``) (:mod:`kiana.stats.states`) and the ``exponent`` ``b``, and the state priors with their
     exponent, learned (NPMLE, :func:`kiana.stats.states.fit_link`) when ``priors`` is
     None, one set per GPU and metric; ``sitting`` gives the sitting samples' base scales
     when judging with given priors; ``samples``: the steps' workload samples, when the
@@ -303,12 +301,11 @@ def state_factors(
         out.append(
             pl.DataFrame({
                 "_group": groups, "f2w": states.mean_f2(post), "f2s": states.mean_f2(post, exponent),
-                "fw": states.equivalent(post, separation), "fs": states.equivalent(post, separation, exponent),
                 "exponent": np.full(groups.len(), exponent),
             })
         )  # fmt: skip
         rows.append(states.prior_rows(weights, exponent, *key))
-    schema = {c: pl.Float64 for c in ("f2w", "f2s", "fw", "fs", "exponent")} | {"_group": pl.String}
+    schema = {c: pl.Float64 for c in ("f2w", "f2s", "exponent")} | {"_group": pl.String}
     f2 = pl.concat(out) if out else pl.DataFrame(schema=schema)
     return f2, (pl.concat(rows) if rows else pl.DataFrame())
 

@@ -232,8 +232,8 @@ def sigmas(
     factors: pl.DataFrame | None = None,
 ) -> pl.DataFrame:  # fmt: skip
     """Both components of every step (:func:`attach_scales`), their sitting-state
-    factors (``workload_factor``, ``sitting_factor``: ``factors``' ``fw`` and ``fs`` of
-    the step's ``_group``, 1 without) and their normal-equivalent sigmas at
+    factors (``workload_factor``, ``sitting_factor``: the root of ``factors``' ``f2w``
+    and ``f2s`` of the step's ``_group``, 1 without) and their normal-equivalent sigmas at
     ``separation`` (``workload_sigma``, ``sitting_sigma``), and ``sitting_link_top``:
     the sitting factor is above 1 while its GPU's link exponent sits at the top of
     :data:`kiana.stats.states.EXPONENTS` (the data may want offsets to grow faster

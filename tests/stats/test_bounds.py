@@ -29,8 +29,6 @@ def _factors(exponent: float, f2s: float) -> pl.DataFrame:
             "_group": ["a"],
             "f2w": [1.0],
             "f2s": [f2s],
-            "fw": [1.0],
-            "fs": [1.0],
             "exponent": [exponent],
         }
     )

@@ -7,10 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy.optimize import brentq
 from scipy.stats import norm
 
-from kiana.stats.states import FACTORS, ONE, PSEUDO, equivalent, mean_f2, npmle, posterior
+from kiana.stats.states import FACTORS, ONE, PSEUDO, mean_f2, npmle, posterior
 
 
 def npmle_reference(a: np.ndarray, rounds: int = 300) -> np.ndarray:
@@ -52,27 +51,6 @@ def test_a_group_without_samples_gets_the_prior() -> None:
     weights[ONE], weights[-4] = 0.7, 0.3
     post = posterior(np.zeros((1, FACTORS.size)), np.zeros((1, FACTORS.size)), weights)
     assert post[0] == pytest.approx(weights)
-
-
-def test_the_equivalent_factor_matches_the_mixture_tail() -> None:
-    rng = np.random.default_rng(1)
-    post = rng.dirichlet(np.ones(FACTORS.size) * 0.3, size=5)
-    got = equivalent(post, 3.0)
-    for p, g in zip(post, got, strict=True):
-
-        def tail(f: float, p: np.ndarray = p) -> float:
-            return float((p * 2 * norm.sf(3.0 * f / FACTORS)).sum() - 2 * norm.sf(3.0))
-
-        assert g == pytest.approx(brentq(tail, FACTORS[0] / 10, FACTORS[-1] * 10), rel=1e-6)
-
-
-def test_a_calm_group_keeps_factor_one_and_a_possible_shift_costs_noise() -> None:
-    calm = np.zeros((1, FACTORS.size))
-    calm[0, ONE] = 1.0
-    assert equivalent(calm, 3.0)[0] == pytest.approx(1.0)
-    unsure = calm * 0.97
-    unsure[0, -6] = 0.03
-    assert equivalent(unsure, 3.0)[0] > 4.0
 
 
 def test_a_groups_mean_factor_does_not_depend_on_the_other_groups() -> None:
