@@ -21,7 +21,9 @@ For every injected Liger regression of at least ``--min-change`` (truth
 * for one-workload regressions, the true workload's own step: its raw and
   control-adjusted change, and the median adjusted change of its siblings.
 
-Then a count of the misses by kind, verdict and basis; every regression's recall by
+Then a count of the misses by kind, verdict and basis; by what could weigh in beyond the
+step's own two sittings (:func:`evidence`: one workload, same-label sessions, an outlier
+session, a first or last step, or sessions on both sides); every regression's recall by
 kind, label and sitting noise; and how well the standard error of kiana's adjusted
 findings matches the truth (:func:`errors`), by sitting noise.  The units, labels and judging
 are :mod:`detection`'s (imported, not copied).
@@ -34,7 +36,7 @@ import math
 from pathlib import Path
 
 import polars as pl
-from detection import UNIT, bridged, judge_folder, markdown, release_units
+from detection import GROUP, UNIT, bridged, judge_folder, markdown, release_units
 
 from kiana.stats import JudgeOptions
 from kiana.stats.pooling import deviation, lone_cut
@@ -161,12 +163,45 @@ def _regressions(
         .with_columns((~pl.col("_found").fill_null(False)).alias("missed"))
         .drop("_found")
     )
+    found = found.join(places(findings), on=UNIT, how="left")
     missed = found.filter(pl.col("missed"))
     notes = truth.filter(pl.col("provider") == "liger", pl.col("effect") == "regression")
     gpus = notes.select(
         *UNIT, pl.col("note").str.extract(r"\((\d+) GPU").cast(pl.Int64).alias("gpus")
     ).unique(UNIT)
     return found.join(gpus, on=UNIT, how="left").join(_steps_of(steps, missed), on=UNIT, how="left")
+
+
+def places(findings: pl.DataFrame) -> pl.DataFrame:
+    """Each Liger step's place in its group's series of steps (bridges aside): ``step``
+    (1-based) and ``steps``.  A first or last step has no session beyond it on one side,
+    so nothing outside the pair (a bridge, a later level) can weigh in there."""
+    steps = findings.filter(pl.col("basis") != "bridge").sort(*GROUP, "from_session")
+    return steps.select(
+        *UNIT,
+        (pl.int_range(pl.len()).over(GROUP) + 1).alias("step"),
+        pl.len().over(GROUP).alias("steps"),
+    )
+
+
+def evidence(frame: pl.DataFrame) -> pl.DataFrame:
+    """What each regression's evidence could be, beyond the step's own two sittings
+    (``beyond``): one workload of the sweep; a change between same-label sessions (a
+    development tree measured once); an outlier session (off and back); a first or last
+    step (no session beyond it on one side); else sessions on both sides."""
+    end = (pl.col("step") == 1) | (pl.col("step") == pl.col("steps"))
+    return frame.with_columns(
+        pl.when(pl.col("true_workload").is_not_null())
+        .then(pl.lit("one workload of the sweep"))
+        .when(pl.col("same_label"))
+        .then(pl.lit("same-label sessions"))
+        .when(pl.col("basis") == "outlier")
+        .then(pl.lit("an outlier session (off and back)"))
+        .when(end.fill_null(False))
+        .then(pl.lit("first or last step of its series"))
+        .otherwise(pl.lit("sessions on both sides"))
+        .alias("beyond")
+    )
 
 
 def kind(frame: pl.DataFrame) -> pl.DataFrame:
@@ -221,14 +256,14 @@ def row(m: dict[str, object]) -> tuple[str, ...]:
         _pct(get("raw_change")), control,  # type: ignore[arg-type]
         f"{_pct(get('workload_noise'), False)} / {_pct(get('sitting_noise'), False)}",  # type: ignore[arg-type]
         f"{get('noise_source')} ({get('single_samples')} single)", _pct(get("scatter"), False),  # type: ignore[arg-type]
-        one,
+        one, f"{get('step')} of {get('steps')}",
     )  # fmt: skip
 
 
 HEADER = (
     "seed", "kernel/pass", "gpu", "kind", "true", "verdict (rule)", "kiana change ± se",
     "z", "kiana - true (sweep-wide)", "raw", "control", "noise workload / sitting", "noise source",
-    "scatter", "the true workload's step (one-workload)",
+    "scatter", "the true workload's step (one-workload)", "step",
 )  # fmt: skip
 
 
@@ -241,7 +276,7 @@ def main() -> None:
     args = parser.parse_args()
     root = args.read / args.noise
     parts = [regressions(root / f"seed-{s}", s, args.min_change) for s in args.seeds]
-    every = kind(pl.concat([p for p, _, _ in parts], how="diagonal_relaxed"))
+    every = evidence(kind(pl.concat([p for p, _, _ in parts], how="diagonal_relaxed")))
     out = every.filter(pl.col("missed"))
     print(
         f"{out.height} of {every.height} regressions >= {args.min_change:.0%} missed ({args.noise})"
@@ -253,6 +288,9 @@ def main() -> None:
         ("kind", "on", "control", "verdict", "rule", "misses"),
         [tuple(str(v) for v in r) for r in counts.sort("len", descending=True).iter_rows()],
     )
+    beyond = out.group_by("beyond").len().sort("len", descending=True)
+    markdown(("misses: what could weigh in beyond the step's two sittings", "misses"),
+             [(str(b), str(n)) for b, n in beyond.iter_rows()])  # fmt: skip
     markdown(("every regression by", "n", "found", "missed"), recall(every))
     flags = pl.concat([f for _, _, f in parts]).group_by("case", "basis").len()
     markdown(

@@ -260,9 +260,11 @@ def state_factors(
     exponent, learned (NPMLE, :func:`kiana.stats.states.fit_link`) when ``priors`` is
     None, one set per GPU and metric; ``sitting`` gives the sitting samples' base scales
     when judging with given priors; ``samples``: the steps' workload samples, when the
-    caller has them already (of the steps in :func:`canonical` order: the order they
-    are taken in here, so that every sum over a group's samples is taken in one order)."""
-    steps = canonical(steps)
+    caller has them already, and then ``steps`` are in :func:`canonical` order already
+    (:func:`fit` sorts them once for every round); without, they are sorted here: every
+    sum over a group's samples is taken in that one order."""
+    if samples is None:
+        steps = canonical(steps)
     raw_ws = workload_samples(steps) if samples is None else samples
     ws = _base(raw_ws.filter(~pl.col("history")), workload, "workload")
     keys = steps.select("_group", "gpu", "metric").unique().sort("_group")
