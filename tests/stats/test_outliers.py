@@ -73,15 +73,17 @@ def _sweep(levels: list[float]) -> pl.DataFrame:
     return _sweep_of(lambda w, d: levels[d])
 
 
-def _sweep_of(level: Callable[[int, int], float]) -> pl.DataFrame:
+def _sweep_of(
+    level: Callable[[int, int], float], spread: Callable[[int], float] = lambda w: 0.005
+) -> pl.DataFrame:
     """:func:`_sweep` with workload ``w``'s relative level at session ``d`` given by
-    ``level(w, d)``."""
+    ``level(w, d)``, and its runs' p20-p80 spread by ``spread(w)``."""
     rows: list[dict] = []
     for w in range(5):
         for d, v in enumerate(VERSIONS):
             jitter = 1.0 + 0.0007 * (((w * 7 + d * 3) % 5) - 2)
             rows.append(run(v, 100.0 * (w + 1) * level(w, d) * jitter, workload=f"w{w}",
-                            day=9 * d, minute=w, spread=0.005))  # fmt: skip
+                            day=9 * d, minute=w, spread=spread(w)))  # fmt: skip
     return frame(rows)
 
 
@@ -114,6 +116,20 @@ def test_one_workload_off_its_sweep_and_back_is_an_outlier_when_its_sitting_move
     assert "off its neighbours (against the rest of its sweep) and back" in entry["message"]
     lone = result.findings.filter(pl.col("basis") == "lone")
     assert lone.height == 0
+
+
+def test_one_workload_off_and_back_is_measured_against_its_sweep_weighted_by_noise() -> None:
+    # As above, and w4, measured with a 30% spread, sat 20% low in session 4: the plain
+    # mean of w3's other workloads falls to -0.7%, and w3's -7.9% would be 7.2% off it,
+    # under the 9% bar; weighted by their noise, w4 barely counts and w3 is 12.8% off.
+    def level(w: int, d: int) -> float:
+        if d != 4:
+            return 1.0
+        return 1.05 * {3: 0.88, 4: 0.80}.get(w, 1.0)
+
+    result = judge(_sweep_of(level, spread=lambda w: 0.30 if w == 4 else 0.005))
+    w3 = result.steps.filter(pl.col("workload") == "w3").sort("from_session")
+    assert w3["outlier"].to_list()[3:5] == [True, True]
 
 
 def test_one_workload_that_leaves_its_sweep_and_stays_is_a_change() -> None:
