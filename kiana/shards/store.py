@@ -53,7 +53,9 @@ if TYPE_CHECKING:
 #: 7: a group's posterior mean factor summed row by row (:func:`kiana.stats.states.mean_f2`).
 #: 8: one workload off the rest of its sweep and back is an outlier session
 #: (:mod:`kiana.stats.outliers`).
-STORE_VERSION = 8
+#: 9: that workload measured against the rest weighted by their noise
+#: (:func:`kiana.stats.pooling.deviation`).
+STORE_VERSION = 9
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
