@@ -54,8 +54,9 @@ if TYPE_CHECKING:
 #: 8: one workload off the rest of its sweep and back is an outlier session
 #: (:mod:`kiana.stats.outliers`).
 #: 9: that workload measured against the rest weighted by their noise
-#: (:func:`kiana.stats.pooling.deviation`).
-STORE_VERSION = 9
+#: (:func:`kiana.stats.pooling.deviation`); 10: a lone workload needs three or more
+#: workloads with noise information (:mod:`kiana.stats.aggregate`).
+STORE_VERSION = 10
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",

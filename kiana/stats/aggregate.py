@@ -70,9 +70,11 @@ def _lone_columns() -> list[pl.Expr]:
     pick = marked & (pl.col("_y").abs() == top)
     direction = pl.col("_y").filter(pick).first() > 0
     same = marked & ((pl.col("_y") > 0) == direction)
-    # A lone workload is a minority of its sweep: at most max(1, (k - 1) // 2) of them.
-    k = pl.col("_y").is_not_null().sum()
-    few = same.sum() <= pl.max_horizontal(pl.lit(1), (k - 1) // 2)
+    # A lone workload is a minority of its sweep: at most max(1, (k - 1) // 2) of the k
+    # workloads it was measured against (a log ratio and a noise), and k is at least
+    # three: of two, either may be the one that left the other.
+    k = (pl.col("_y").is_not_null() & (pl.col("_s_lone") > 0)).sum()
+    few = (k >= 3) & (same.sum() <= pl.max_horizontal(pl.lit(1), (k - 1) // 2))
     return [
         pl.when(few).then(same.sum()).otherwise(0).cast(pl.Int64).alias("_lone_n"),
         pl.col("workload").filter(same).sort().str.join(", ").alias("_lone_names"),

@@ -41,7 +41,9 @@ other.  In order:
 ``raw``             the subject moved and its control did not move with it (or none)
 ``lone``            the sweep did not move, one workload far beyond the rest of it did
                     (:func:`kiana.stats.pooling.lone`; a minority: at most
-                    ``max(1, (k - 1) // 2)`` of ``k``): a change of that workload
+                    ``max(1, (k - 1) // 2)`` of the ``k >= 3`` workloads with noise
+                    information; of two, either may have left the other): a change of
+                    that workload
 ``gross``           no noise information, every workload moved ``gross_change`` (25%)
                     the same way: called on size alone
 ``unchanged``       the estimate could have separated ``resolution * threshold`` (9%)

@@ -36,6 +36,18 @@ def test_one_workload_far_beyond_the_noise_is_named() -> None:
     assert row["change"] == pytest.approx(0.30, abs=0.002)  # against the rest of the sweep
 
 
+def test_of_two_workloads_neither_is_lone() -> None:
+    # Two workloads 27% apart, -12% and +15%: either may be the one that left the other,
+    # so no lone finding names one of them (a lone workload is a minority of three or
+    # more); with a third that held still, the +15% one is lone.
+    # (Their spreads as the noise: calibrated on two workloads, the noise would be their
+    # own difference.)
+    two = judge(frame(sweep_rows([-0.12, 0.15], spread=0.01)), MEASURED)
+    assert two.findings.row(0, named=True)["basis"] != "lone"
+    three = judge(frame(sweep_rows([-0.002, 0.001, 0.15], spread=0.01)), MEASURED)
+    assert three.findings.row(0, named=True)["basis"] == "lone"
+
+
 def test_flat_sweep_is_unchanged() -> None:
     result = judge(frame(sweep_rows([0.001, -0.002, 0.0, 0.002], spread=0.01)))
     assert result.findings["verdict"].to_list() == ["unchanged"]
