@@ -8,8 +8,8 @@ Run by hand (not part of the tests)::
 
 For each noise model (``spread``, the default one whose p20-p80 spread predicts the
 noise, and ``realistic``, calibrated on Liger's real CSVs: ``docs/CALIBRATION.md``) and
-each seed (0-39 by default: the rounds before the fifth tuned on 0-9, 10-19 were held
-out in the fifth and 20-39 in the sixth), :mod:`kiana.generate` makes a corpus with known effects (see
+each seed (0-59 by default: the rounds before the fifth tuned on 0-9, 10-19 were held
+out in the fifth, 20-39 in the sixth and 40-59 in the seventh), :mod:`kiana.generate` makes a corpus with known effects (see
 :func:`corpus_config`; ``--histories 6`` long histories by default), written to a folder
 (a temporary one unless ``--write``), the documents go through the real loader into an
 in-memory database and :func:`kiana.analyze` judges them.  The first table
@@ -826,8 +826,8 @@ def main() -> None:
         "--seeds",
         type=int,
         nargs="+",
-        default=list(range(40)),
-        help="seeds 0-39 by default: 0-9 were the corpora rounds 1-5 tuned on, 10-39 are held out",
+        default=list(range(60)),
+        help="seeds 0-59 by default: 0-9 were the corpora rounds 1-5 tuned on, 10-59 held out when first judged",
     )
     parser.add_argument(
         "--noise", nargs="+", choices=("spread", "realistic"), default=["spread", "realistic"],

@@ -271,7 +271,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--read", type=Path, required=True, metavar="DIR")
     parser.add_argument("--noise", default="realistic", choices=("spread", "realistic"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(40)))
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(60)))
     parser.add_argument("--min-change", type=float, default=0.10)
     args = parser.parse_args()
     root = args.read / args.noise

@@ -1,8 +1,8 @@
 """Two judges kiana could use instead of its own, measured offline on the detection
 corpora before building either (issue 21, round 6).  Run by hand (not part of the tests)::
 
-    .venv/bin/python bench/detection.py --write DIR --seeds 0 1 ... 39   # once: the corpora
-    .venv/bin/python bench/whatif.py --read DIR --seeds 0 1 ... 39
+    .venv/bin/python bench/detection.py --write DIR --seeds 0 1 ... 59   # once: the corpora
+    .venv/bin/python bench/whatif.py --read DIR --seeds 0 1 ... 59
 
 Each seed of the realistic model is judged once through :func:`detection.judge_folder`
 (kiana's one pipeline), and the pooled estimates of every Liger latency finding are
@@ -213,7 +213,7 @@ def rates(units: pl.DataFrame, column: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--read", type=Path, required=True)
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(40)))
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(60)))
     parser.add_argument("--share", type=float, nargs="*", default=[0.5, 0.64, 0.8])
     parser.add_argument("--corroboration", type=float, nargs="*", default=[1.0, 1.5, 2.0])
     parser.add_argument("--back", type=float, nargs="*", default=[0.02, 0.03, 0.05])
