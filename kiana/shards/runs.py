@@ -160,14 +160,18 @@ def write_origins(
     quoted = "'" + str(target).replace("'", "''") + "'"
     params: dict[str, object] = {"commit": commit, "csv": csv}
     if gpus is None:
+        chosen, runs = "", "runs"
         source = _origins_sql()
-    else:
-        params["gpus"] = sorted(gpus)
-        named = "(SELECT run_id FROM runs WHERE gpu IN (SELECT unnest($gpus)))"
-        source = _origins_of(con, named)
+    else:  # those GPUs' runs (the constant list prunes row groups), read once
+        params |= {f"g{i}": gpu for i, gpu in enumerate(sorted(gpus))}
+        listed = ", ".join(f"$g{i}" for i in range(len(gpus))) or "NULL"
+        chosen = (
+            f"WITH chosen AS MATERIALIZED (SELECT run_id, gpu FROM runs WHERE gpu IN ({listed}))"
+        )
+        runs, source = "chosen", _origins_of(con, "chosen")
     con.execute(
-        f"COPY (SELECT r.gpu, o.run_id, o.origin FROM ({source}) o "
-        f"JOIN runs r USING (run_id)) "
+        f"COPY ({chosen} SELECT r.gpu, o.run_id, o.origin FROM ({source}) o "
+        f"JOIN {runs} r USING (run_id)) "
         f"TO {quoted} (FORMAT parquet, PARTITION_BY (gpu), OVERWRITE_OR_IGNORE)",
         params,
     )
