@@ -59,7 +59,8 @@ class Window:
     (its points moved past the stored ones before the window), the stored ``tail``
     (points from ``since`` on), per series ``facts`` (:data:`_FACTS_SQL`), per GPU
     and version the first judgeable run of the window (``firsts``) and of every run
-    (``every``), and per GPU its ``judged_gpus`` row (``gpus``)."""
+    (``every``), per GPU its ``judged_gpus`` row (``gpus``), and per partition of the
+    window whether a stored point of it is a baseline's (``bases``, ``_s``)."""
 
     unit: Unit
     tail: pl.DataFrame
@@ -67,6 +68,7 @@ class Window:
     firsts: pl.DataFrame
     every: pl.DataFrame
     gpus: dict[str, dict[str, object]]
+    bases: pl.DataFrame
 
 
 def splice(
@@ -101,7 +103,7 @@ def splice(
         mine = window.filter(pl.col("gpu").is_in(names))
         judged = _judge(con, mine, cut, options, code_changes, gpus)
         steps = _steps_after(con, judged.unit, cut)
-        good = [g for g in names if g in steps and _agrees(con, judged, cut, g, steps[g])]
+        good = [g for g in names if g in steps and _agrees(judged, cut, g, steps[g])]
     if not good:
         return []
     cut = cut.filter(pl.col("gpu").is_in(good))
@@ -173,7 +175,14 @@ def _judge(
         "AND gpu IN (SELECT unnest($g)) GROUP BY ALL",
         {"g": names},
     )
-    return Window(dataclasses.replace(unit, points=points), tail, facts, firsts, every, gpus)
+    bases = query(  # one scan of the stored points for every GPU's check
+        con,
+        "SELECT partition_id, bool_or(NOT conflict AND NOT is_subject) AS _s FROM judged_points "
+        "WHERE partition_id IN (SELECT unnest($p)) GROUP BY 1",
+        {"p": points["partition_id"].unique().sort().to_list()},
+    )
+    unit = dataclasses.replace(unit, points=points)
+    return Window(unit, tail, facts, firsts, every, gpus, bases)
 
 
 def _steps_after(con: duckdb.DuckDBPyConnection, unit: Unit, cut: pl.DataFrame) -> dict[str, int]:
@@ -202,9 +211,7 @@ def _steps_after(con: duckdb.DuckDBPyConnection, unit: Unit, cut: pl.DataFrame) 
     }
 
 
-def _agrees(
-    con: duckdb.DuckDBPyConnection, judged: Window, cut: pl.DataFrame, gpu: str, steps: int
-) -> bool:
+def _agrees(judged: Window, cut: pl.DataFrame, gpu: str, steps: int) -> bool:
     """Whether ``gpu``'s window can be spliced in (module docstring), ``steps``: its
     steps after the splice."""
     mine = cut.filter(pl.col("gpu") == gpu)
@@ -215,7 +222,7 @@ def _agrees(
     if not _ranks_agree(*(f.filter(pl.col("gpu") == gpu) for f in (judged.firsts, judged.every))):
         return False
     prefix = judged.gpus[gpu]["prefix"]
-    return _bases_agree(con, points) and prefix_size(steps) == int(prefix)  # type: ignore[call-overload]
+    return _bases_agree(points, judged.bases) and prefix_size(steps) == int(prefix)  # type: ignore[call-overload]
 
 
 def _owned(frame: pl.DataFrame, cut: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -261,18 +268,13 @@ def _overlap_agrees(
     return not later.filter(pl.col("position") <= pl.col("_last")).height
 
 
-def _bases_agree(con: duckdb.DuckDBPyConnection, new: pl.DataFrame) -> bool:
+def _bases_agree(new: pl.DataFrame, stored: pl.DataFrame) -> bool:
     """Whether each partition of the window has a baseline's point there exactly when it
     has one among all its points, stored or new (the judge falls back on the GPU-wide
-    control where a partition has none: the window must see what every run shows)."""
+    control where a partition has none: the window must see what every run shows);
+    ``stored``: per partition whether a stored point is a baseline's (``_s``)."""
     base = ~pl.col("conflict") & ~pl.col("is_subject")
     window = new.group_by("partition_id").agg(base.any().alias("_w"))
-    stored = query(
-        con,
-        "SELECT partition_id, bool_or(NOT conflict AND NOT is_subject) AS _s FROM judged_points "
-        "WHERE partition_id IN (SELECT unnest($p)) GROUP BY 1",
-        {"p": window["partition_id"].to_list()},
-    )
     joined = window.join(stored, on="partition_id", how="left")
     whole = pl.col("_w") | pl.col("_s").fill_null(False)
     return bool(joined.select((pl.col("_w") == whole).all()).item())

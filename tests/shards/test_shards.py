@@ -194,6 +194,32 @@ def test_origins_of_the_gpus_named_only(commits: duckdb.DuckDBPyConnection, tmp_
     assert written.height == expected[0][0]
 
 
+def test_the_origins_of_some_runs_are_those_the_labels_view_gives() -> None:
+    """Runs chosen by a condition or a join take their origins from their own
+    ``run_details`` (not the ``labels`` view): the same as every run's, a label that is
+    not a string and a run with one label or none included."""
+    config = CorpusConfig(seed=6, kernels=("rms_norm",), sweep_size=2)
+    docs = []
+    for i, doc in enumerate(generate(config).documents()):
+        labels = doc["run"]["metadata"]["labels"]
+        kinds = [{"liger_commit": f"c{i % 7}", "liger_csv": "x.csv"}, {"liger_commit": i % 5},
+                 {"liger_csv": "y.csv"}, {}, {"liger_commit": True, "liger_csv": None}]  # fmt: skip
+        labels |= kinds[i % len(kinds)]
+        docs.append(doc)
+    con = kiana.load.connect(None)
+    kiana.load.load_documents(con, docs, source="test")
+    whole = judged_runs(con)
+    parts = whole["partition_id"].unique().sort().to_list()[::2]
+    assert whole["origin"].n_unique() > 5 and whole["origin"].null_count() > 0
+    chosen = shard_runs(
+        con, where="partition_id IN (SELECT unnest($parts))", params={"parts": parts}
+    )
+    assert_frame_equal(_sorted(chosen), _sorted(whole.filter(pl.col("partition_id").is_in(parts))))
+    con.register("kiana_some", pl.DataFrame({"partition_id": parts}).to_arrow())
+    joined = shard_runs(con, join="JOIN kiana_some s ON s.partition_id = runs.partition_id")
+    assert_frame_equal(_sorted(joined), _sorted(chosen))
+
+
 def test_an_error_in_a_transaction_is_not_masked_by_the_memory_share() -> None:
     from kiana.shards import _duckdb_share
 
