@@ -149,6 +149,16 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     check_schema(con)
 
 
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether ``con``'s current database holds a table called ``name``."""
+    rows = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = $name "
+        "AND database_name = current_database()",
+        {"name": name},
+    ).fetchall()
+    return bool(rows[0][0])
+
+
 def needs_migration(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether ``con`` is a database an older kiana wrote that :func:`migrate` upgrades."""
     return _schema_version(con) in MIGRATIONS

@@ -28,6 +28,7 @@ import duckdb
 import polars as pl
 
 from kiana.load.judged import ORIGIN_LABELS
+from kiana.load.schema import has_table
 from kiana.vocabulary import JUDGED_COLUMNS
 
 #: Runs per shard when memory allows: large enough that the judge's fixed cost per
@@ -121,7 +122,7 @@ def _origins_of(con: duckdb.DuckDBPyConnection, chosen: str) -> str:
     against 1.3 s for one GPU).  In a database, the ``labels`` view's rows are made
     from the ``run_details`` of those runs alone (the view itself, joined, unnested
     every run's labels at 10M runs: 9.6 s against 1.7 s for the +1% windows)."""
-    if not _has_details(con):  # a lake: its labels are a table
+    if not has_table(con, "run_details"):  # a lake: its labels are a table
         return f"""
             SELECT l.run_id, {_ORIGIN}
             FROM (SELECT run_id FROM {chosen}) c JOIN labels l USING (run_id)
@@ -138,15 +139,6 @@ def _origins_of(con: duckdb.DuckDBPyConnection, chosen: str) -> str:
           WHERE key IN ($commit, $csv)) l
         GROUP BY l.run_id
     """
-
-
-def _has_details(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``con`` holds a ``run_details`` table (a database, not a lake)."""
-    rows = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'run_details' "
-        "AND database_name = current_database()"
-    ).fetchall()
-    return bool(rows[0][0])
 
 
 def write_origins(

@@ -83,11 +83,10 @@ def key(options: JudgeOptions, code_changes: CodeChanges | None) -> str | None:
 
 
 def exists(con: duckdb.DuckDBPyConnection) -> bool:
-    rows = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judged_meta' "
-        "AND database_name = current_database()"
-    ).fetchall()
-    return bool(rows[0][0])
+    """Whether ``con`` holds a stored judgement."""
+    from kiana.load.schema import has_table
+
+    return has_table(con, "judged_meta")
 
 
 def loads(con: duckdb.DuckDBPyConnection) -> dict[int, int]:
