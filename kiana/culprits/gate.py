@@ -146,6 +146,7 @@ class GateResult:
     def summary(self) -> dict[str, Any]:
         """The gate's own fields, for the JSON."""
         counts = dict(self.findings.group_by("verdict").len().iter_rows())
+        said = self.outcome
         return {
             "base": self.base,
             "head": self.head,
@@ -157,8 +158,8 @@ class GateResult:
             "regressed": self.regressions.height > 0,
             "unplaced": self.unplaced.height,
             "uncertain": self.uncertain.height,
-            "exit_code": self.exit_code,
-            "outcome": {"status": self.outcome.status, "reason": self.outcome.reason},
+            "exit_code": said.exit_code,
+            "outcome": {"status": said.status, "reason": said.reason},
             "not_judged": self.accounting.summary(),
             "warnings": list(self.warnings),
         }
