@@ -20,11 +20,28 @@ identical (checked, the same rows in the same order); the ratios incremental / f
 with ``read``: ``kiana regressions`` once more on the updated database (its stored
 judgement current: what any run pays whatever judged it, the start, the reading of the
 stored judgement, the culprit columns and the table).
+
+One load is one draw of what an update costs: a GPU whose steps reach the next rung of
+its calibration (``kiana.stats.calfit.prefix_size``: 41% more steps) is judged again
+whole, so a +1% load costs more when one does and less when none does.  What a team
+adding +1% at a time pays on average is measured by ``--increments K``: the newest
+``K x share`` of the runs split into ``K`` loads of ``share`` each (in time order), the
+base (the rest) judged once, then the ``K`` loads loaded and judged one after the other
+into one database (``kiana regressions`` after each: the stored judgement updated, as CI
+would), and at the end one full judge (``--full``) of a copy holding every load, with
+which the last update's stored findings must be identical.  Per load: its seconds, CPU,
+peak and the GPUs whose calibration moved (``judged_gpus.prefix`` before and after: with
+every step up to 8,192 steps, then at each rung), each judged again whole.  The ratios
+are each update's and their mean's against that one full judge (of the largest
+database: a full judge of an earlier one holds up to ``K x share`` fewer runs).
+
+    nice .venv/bin/python bench/incremental.py --size 10m --increments 5
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -45,40 +62,57 @@ OUT = HERE / "out" / "incremental"
 OBSERVED = re.compile(rb'"observedAt":"([^"]+)"')
 
 
-def split(size: str, share: float) -> tuple[Path, Path]:
-    """The corpus of ``size`` as ``base/`` (runs before the cut) and ``new/`` (the
-    newest ``share`` of the runs), one file per corpus file in each."""
+def tag(size: str, increments: int) -> str:
+    """The cache name of a split: ``1m`` (one load), ``1m-x5`` (five)."""
+    return size if increments == 1 else f"{size}-x{increments}"
+
+
+def split(size: str, share: float, increments: int = 1) -> tuple[Path, list[Path]]:
+    """The corpus of ``size`` as ``base/`` (runs before the first cut) and the newest
+    ``increments x share`` of the runs as ``increments`` loads of ``share`` each, oldest
+    first (``new/``, or ``new-1/`` ... ``new-K/``), one file per corpus file in each."""
+    import bisect
+
     import numpy as np
     import scale_corpus
 
-    folder = OUT / size
-    base, new = folder / "base", folder / "new"
+    folder = OUT / tag(size, increments)
+    base = folder / "base"
+    news = (
+        [folder / "new"]
+        if increments == 1
+        else [folder / f"new-{i}" for i in range(1, increments + 1)]
+    )
     if (folder / ".done").exists():
-        return base, new
+        return base, news
     corpus = scale_corpus.ensure(size)
     files = sorted(corpus.glob("*.jsonl.gz"))
     times: list[bytes] = []
     for path in files:
         with gzip.open(path, "rb") as handle:
             times += [_observed(line) for line in handle]
-    cut = sorted(times)[int(len(times) * (1 - share))]
+    ordered = sorted(times)
     del times
-    for target in (base, new):
+    cuts = [ordered[int(len(ordered) * (1 - (increments - i) * share))] for i in range(increments)]
+    del ordered
+    targets = [base, *news]
+    for target in targets:
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-    counts = np.zeros(2, dtype=np.int64)
+    counts = np.zeros(len(targets), dtype=np.int64)
     for path in files:
-        with (
-            gzip.open(path, "rb") as handle,
-            gzip.open(base / path.name, "wb", compresslevel=1) as old,
-            gzip.open(new / path.name, "wb", compresslevel=1) as fresh,
-        ):
+        with contextlib.ExitStack() as stack, gzip.open(path, "rb") as handle:
+            sinks = [
+                stack.enter_context(gzip.open(t / path.name, "wb", compresslevel=1))
+                for t in targets
+            ]
             for line in handle:
-                later = _observed(line) >= cut
-                (fresh if later else old).write(line)
-                counts[int(later)] += 1
-    (folder / ".done").write_text(json.dumps({"base": int(counts[0]), "new": int(counts[1])}))
-    return base, new
+                part = bisect.bisect_right(cuts, _observed(line))
+                sinks[part].write(line)
+                counts[part] += 1
+    names = ["base", *(t.name for t in news)]
+    (folder / ".done").write_text(json.dumps(dict(zip(names, map(int, counts), strict=True))))
+    return base, news
 
 
 def _observed(line: bytes) -> bytes:
@@ -106,7 +140,7 @@ def _findings(db: Path) -> Any:
 
 def load_base(size: str, base: Path) -> Path:
     """The base loaded, not judged (cached apart from the judged base: the load does not
-    depend on the judging code, the stored judgement does)."""
+    depend on the judging code, the stored judgement does); ``size``: a :func:`tag`."""
     loaded = OUT / f"base-{size}.loaded.duckdb"
     if not loaded.exists():
         scratch = loaded.with_suffix(".tmp")
@@ -117,10 +151,9 @@ def load_base(size: str, base: Path) -> Path:
     return loaded
 
 
-def measure(size: str, base: Path, new: Path, rounds: int) -> list[dict[str, Any]]:
-    """Every round: load ``new`` into copies of the judged base, time both judges."""
+def judged_base(size: str, base: Path) -> Path:
+    """The base loaded and judged (its judgement stored), cached; ``size``: a :func:`tag`."""
     stored = OUT / f"base-{size}.duckdb"
-    results: list[dict[str, Any]] = []
     if not stored.exists():
         scratch = stored.with_suffix(".tmp")
         scratch.unlink(missing_ok=True)
@@ -130,6 +163,13 @@ def measure(size: str, base: Path, new: Path, rounds: int) -> list[dict[str, Any
         first = timed([*KIANA, "regressions", "--db", str(scratch)])
         print(f"  base judged and stored: {first['seconds']} s", flush=True)
         scratch.rename(stored)
+    return stored
+
+
+def measure(size: str, base: Path, new: Path, rounds: int) -> list[dict[str, Any]]:
+    """Every round: load ``new`` into copies of the judged base, time both judges."""
+    stored = judged_base(size, base)
+    results: list[dict[str, Any]] = []
     for index in range(rounds):
         row: dict[str, Any] = {"size": size, "round": index, "at": time.strftime("%Y-%m-%d %H:%M")}
         order = ["incremental", "full"] if index % 2 == 0 else ["full", "incremental"]
@@ -163,6 +203,86 @@ def measure(size: str, base: Path, new: Path, rounds: int) -> list[dict[str, Any
         with (OUT / "results.jsonl").open("a") as sink:
             sink.write(json.dumps(row) + "\n")
     return results
+
+
+def _prefixes(db: Path) -> dict[str, int]:
+    """Per GPU, how many of its steps its stored calibration rests on."""
+    sys.path.insert(0, str(HERE.parent))
+    import kiana.load
+
+    con = kiana.load.connect(db, read_only=True)
+    try:
+        return {
+            str(g): int(p) for g, p in con.execute("SELECT gpu, prefix FROM judged_gpus").fetchall()
+        }
+    finally:
+        con.close()
+
+
+def measure_sequence(size: str, base: Path, news: list[Path]) -> dict[str, Any]:
+    """The loads ``news`` one after the other into one copy of the judged base, each
+    followed by ``kiana regressions`` (the update); then one full judge of a copy of the
+    result (module docstring)."""
+    name = tag(size, len(news))
+    stored = judged_base(name, base)
+    work, full = OUT / "work-sequence.duckdb", OUT / "work-sequence-full.duckdb"
+    shutil.copyfile(stored, work)
+    row: dict[str, Any] = {
+        "size": size,
+        "increments": len(news),
+        "at": time.strftime("%Y-%m-%d %H:%M"),
+    }
+    updates: list[dict[str, Any]] = []
+    before = _prefixes(work)
+    for index, new in enumerate(news, start=1):
+        loaded = timed([*KIANA, "load", str(new), "--db", str(work), "--quiet"])
+        update = timed([*KIANA, "regressions", "--db", str(work)])
+        after = _prefixes(work)
+        update["load"] = loaded
+        update["calibration_moved"] = sorted(
+            g for g, p in after.items() if before.get(g, 0) not in (0, p)
+        )
+        before = after
+        updates.append(update)
+        print(
+            f"  load {index}: {loaded['seconds']} s; update {update['seconds']} s, "
+            f"{update['cpu_seconds']} s CPU ({update['tree_peak_bytes'] / 2**30:.2f} GiB); "
+            f"calibration moved: {', '.join(update['calibration_moved']) or 'none'}",
+            flush=True,
+        )
+    shutil.copyfile(work, full)
+    row["full"] = timed([*KIANA, "regressions", "--db", str(full), "--full"])
+    row["read"] = timed([*KIANA, "regressions", "--db", str(work)])
+    mine, theirs = _findings(work), _findings(full)
+    row["identical_findings"] = mine.equals(theirs)
+    if not row["identical_findings"]:
+        row["differences"] = _differences(mine, theirs)
+    row["updates"] = updates
+    for unit in ("seconds", "cpu_seconds"):
+        whole = row["full"][unit]
+        each = [u[unit] / whole for u in updates]
+        row[f"ratios_{unit}"] = [round(r, 4) for r in each]
+        row[f"mean_ratio_{unit}"] = round(sum(each) / len(each), 4)
+    row["commit"] = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
+    ).stdout.strip()
+    for db in (work, full):
+        if row["identical_findings"]:
+            db.unlink()
+        else:
+            print(f"findings differ: {db} kept", flush=True)
+    whole = row["full"]
+    print(
+        f"{size}, {len(news)} loads in turn: full judge {whole['seconds']} s, "
+        f"{whole['cpu_seconds']} s CPU ({whole['tree_peak_bytes'] / 2**30:.2f} GiB); updates "
+        f"/ full, CPU: {', '.join(f'{r:.3f}' for r in row['ratios_cpu_seconds'])}; mean "
+        f"{row['mean_ratio_cpu_seconds']:.3f} (wall {row['mean_ratio_seconds']:.3f}; target "
+        f"<= 0.10); identical findings: {row['identical_findings']}",
+        flush=True,
+    )
+    with (OUT / "results.jsonl").open("a") as sink:
+        sink.write(json.dumps(row) + "\n")
+    return row
 
 
 def _differences(a: Any, b: Any) -> dict[str, Any]:
@@ -206,16 +326,25 @@ def main() -> int:
     parser.add_argument("--share", type=float, default=0.01, help="the new runs' share")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument(
+        "--increments",
+        type=int,
+        default=1,
+        help="K > 1: K loads of --share, judged one after the other (module docstring)",
+    )
+    parser.add_argument(
         "--prepare", action="store_true", help="only split the corpus and load the base"
     )
     options = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    base, new = split(options.size, options.share)
-    print(f"corpus split: {(OUT / options.size / '.done').read_text()}", flush=True)
+    name = tag(options.size, options.increments)
+    base, news = split(options.size, options.share, options.increments)
+    print(f"corpus split: {(OUT / name / '.done').read_text()}", flush=True)
     if options.prepare:
-        load_base(options.size, base)
+        load_base(name, base)
         return 0
-    results = measure(options.size, base, new, options.rounds)
+    if options.increments > 1:
+        return 0 if measure_sequence(options.size, base, news)["identical_findings"] else 1
+    results = measure(options.size, base, news[0], options.rounds)
     return 0 if all(r["identical_findings"] for r in results) else 1
 
 
