@@ -50,6 +50,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,20 +123,52 @@ def _observed(line: bytes) -> bytes:
     return found.group(1)
 
 
-def _findings(db: Path) -> Any:
-    """The findings stored in ``db`` (read-only: its stored judgement, current)."""
+@contextlib.contextmanager
+def _read_only(db: Path) -> Iterator[Any]:
+    """``db`` opened read-only with this tree's kiana, closed after."""
     sys.path.insert(0, str(HERE.parent))
     import kiana.load
-    from kiana.shards import judge_all
-    from kiana.shards.stored import StoredJudged
 
     con = kiana.load.connect(db, read_only=True)
     try:
+        yield con
+    finally:
+        con.close()
+
+
+def _findings(db: Path) -> Any:
+    """The findings stored in ``db`` (read-only: its stored judgement, current)."""
+    from kiana.shards import judge_all
+    from kiana.shards.stored import StoredJudged
+
+    with _read_only(db) as con:
         judged = judge_all(con)
         assert isinstance(judged, StoredJudged), "the stored judgement is not current"
         return judged.findings
-    finally:
-        con.close()
+
+
+def _compare(row: dict[str, Any], mine: Path, full: Path) -> None:
+    """``identical_findings`` of the updated database ``mine`` and the fully judged
+    ``full`` in ``row``, and where they differ."""
+    ours, theirs = _findings(mine), _findings(full)
+    row["identical_findings"] = ours.equals(theirs)
+    if not row["identical_findings"]:
+        row["differences"] = _differences(ours, theirs)
+
+
+def _record(row: dict[str, Any], dbs: list[Path]) -> None:
+    """``row`` with the commit measured, appended to ``results.jsonl``; the work
+    databases ``dbs`` deleted, or kept (to be read: which findings differ, and why)."""
+    row["commit"] = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
+    ).stdout.strip()
+    for db in dbs:
+        if row["identical_findings"]:
+            db.unlink()
+        else:
+            print(f"findings differ: {db} kept", flush=True)
+    with (OUT / "results.jsonl").open("a") as sink:
+        sink.write(json.dumps(row) + "\n")
 
 
 def load_base(size: str, base: Path) -> Path:
@@ -184,39 +217,20 @@ def measure(size: str, base: Path, new: Path, rounds: int) -> list[dict[str, Any
         # the fixed cost of any `kiana regressions` of this database: start, open, read the
         # stored judgement (current now), culprit columns, table
         row["read"] = timed([*KIANA, "regressions", "--db", str(dbs["incremental"])])
-        mine, theirs = _findings(dbs["incremental"]), _findings(dbs["full"])
-        row["identical_findings"] = mine.equals(theirs)
-        if not row["identical_findings"]:
-            row["differences"] = _differences(mine, theirs)
+        _compare(row, dbs["incremental"], dbs["full"])
         row["ratio"] = round(row["incremental"]["seconds"] / row["full"]["seconds"], 4)
         row["cpu_ratio"] = round(row["incremental"]["cpu_seconds"] / row["full"]["cpu_seconds"], 4)
-        row["commit"] = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
-        ).stdout.strip()
-        for db in dbs.values():
-            if row["identical_findings"]:
-                db.unlink()
-            else:  # kept, to be read: which findings differ, and why
-                print(f"findings differ: {db} kept", flush=True)
+        _record(row, list(dbs.values()))
         print(_line(row), flush=True)
         results.append(row)
-        with (OUT / "results.jsonl").open("a") as sink:
-            sink.write(json.dumps(row) + "\n")
     return results
 
 
 def _prefixes(db: Path) -> dict[str, int]:
     """Per GPU, how many of its steps its stored calibration rests on."""
-    sys.path.insert(0, str(HERE.parent))
-    import kiana.load
-
-    con = kiana.load.connect(db, read_only=True)
-    try:
-        return {
-            str(g): int(p) for g, p in con.execute("SELECT gpu, prefix FROM judged_gpus").fetchall()
-        }
-    finally:
-        con.close()
+    with _read_only(db) as con:
+        rows = con.execute("SELECT gpu, prefix FROM judged_gpus").fetchall()
+    return {str(g): int(p) for g, p in rows}
 
 
 def measure_sequence(size: str, base: Path, news: list[Path]) -> dict[str, Any]:
@@ -253,24 +267,14 @@ def measure_sequence(size: str, base: Path, news: list[Path]) -> dict[str, Any]:
     shutil.copyfile(work, full)
     row["full"] = timed([*KIANA, "regressions", "--db", str(full), "--full"])
     row["read"] = timed([*KIANA, "regressions", "--db", str(work)])
-    mine, theirs = _findings(work), _findings(full)
-    row["identical_findings"] = mine.equals(theirs)
-    if not row["identical_findings"]:
-        row["differences"] = _differences(mine, theirs)
+    _compare(row, work, full)
     row["updates"] = updates
     for unit in ("seconds", "cpu_seconds"):
         whole = row["full"][unit]
         each = [u[unit] / whole for u in updates]
         row[f"ratios_{unit}"] = [round(r, 4) for r in each]
         row[f"mean_ratio_{unit}"] = round(sum(each) / len(each), 4)
-    row["commit"] = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
-    ).stdout.strip()
-    for db in (work, full):
-        if row["identical_findings"]:
-            db.unlink()
-        else:
-            print(f"findings differ: {db} kept", flush=True)
+    _record(row, [work, full])
     whole = row["full"]
     print(
         f"{size}, {len(news)} loads in turn: full judge {whole['seconds']} s, "
@@ -280,8 +284,6 @@ def measure_sequence(size: str, base: Path, news: list[Path]) -> dict[str, Any]:
         f"<= 0.10); identical findings: {row['identical_findings']}",
         flush=True,
     )
-    with (OUT / "results.jsonl").open("a") as sink:
-        sink.write(json.dumps(row) + "\n")
     return row
 
 
