@@ -22,7 +22,7 @@ judgement current: what any run pays whatever judged it, the start, the reading 
 stored judgement, the culprit columns and the table).
 
 One load is one draw of what an update costs: a GPU whose steps reach the next rung of
-its calibration (``kiana.stats.calfit.prefix_size``: 41% more steps) is judged again
+its calibration (``kiana.stats.calfit.prefix_size``: twice the steps) is judged again
 whole, so a +1% load costs more when one does and less when none does.  What a team
 adding +1% at a time pays on average is measured by ``--increments K``: the newest
 ``K x share`` of the runs split into ``K`` loads of ``share`` each (in time order), the

@@ -7,18 +7,28 @@ of each component (:func:`_fit`, :mod:`kiana.stats.nullfit`) and of the sitting 
 
 What it is fitted on: every step of a GPU up to :data:`FULL_STEPS` steps; beyond that,
 the GPU's earliest steps (by the later of their two sessions' first runs), as many as
-the largest rung of a ladder of half octaves (``FULL_STEPS * 2**(k/2)``) that its steps
-reach (:func:`prefix_size`): at least 71% of them.  So a GPU's calibration is a function
-of its data alone (whatever the order the data was loaded in), and sessions added after
-its cut leave it exactly as it was until the history grows past the next rung (41%
-more): a stored judgement (:mod:`kiana.shards.store`) then re-judges only what the new
-sessions touch, instead of the whole GPU on every load (the noise samples counted in the
-evidence, the state prior and every sitting group's posterior would otherwise move with
-each new step).  On the data kiana was validated on (``bench/detection.py``: up to
-~2,200 steps per GPU; Liger's own CSVs: fewer) every step is used.
+the largest rung of a ladder of octaves (``FULL_STEPS * 2**k``) that its steps reach
+(:func:`prefix_size`): at least half of them, and never fewer than :data:`FULL_STEPS`.
+So a GPU's calibration is a function of its data alone (whatever the order the data was
+loaded in), and sessions added after its cut leave it exactly as it was until the
+history doubles: a stored judgement (:mod:`kiana.shards.store`) then re-judges only what
+the new sessions touch, instead of the whole GPU on every load (the noise samples
+counted in the evidence, the state prior and every sitting group's posterior would
+otherwise move with each new step).  Why octaves and not a finer ladder: each rung
+reached judges the GPU again whole (about a twentieth of a full judge on 20 GPUs), and a
+load growing a GPU's steps by a share ``g`` crosses a rung with probability ``log(1 + g)
+/ log(r)`` for a ladder of ratio ``r``: 1.4% per GPU and +1% load with octaves, 2.9%
+with half octaves (``bench/README.md``, issue 25, round 9).  What it costs: a GPU past
+8,192 steps is calibrated on between half and all of them (at least 71% with half
+octaves), its newest up to half not used until the history doubles.  Its GPU-level
+scales rest on 8,192 steps or more either way (a sampling error under 1%, ``1/sqrt(2n)``
+for a normal scale; finer cells have fewer steps and lean on it through the hierarchy),
+and the sitting states of the newest sessions are still inferred from their own steps.
+On the data kiana was validated on (``bench/detection.py``: up to ~2,200 steps per GPU;
+Liger's own CSVs: fewer) every step is used.
 
->>> [prefix_size(n) for n in (10, 8192, 11584, 11585, 20000)]
-[10, 8192, 8192, 11585, 16384]
+>>> [prefix_size(n) for n in (10, 8192, 16383, 16384, 40000)]
+[10, 8192, 8192, 16384, 32768]
 """
 
 from __future__ import annotations
@@ -52,13 +62,12 @@ FULL_STEPS = 8192
 
 def prefix_size(n: int) -> int:
     """How many of a GPU's ``n`` steps (earliest first) its calibration rests on: all up
-    to :data:`FULL_STEPS`, else the largest ``int(FULL_STEPS * 2**(k/2))`` not above ``n``."""
+    to :data:`FULL_STEPS`, else the largest ``FULL_STEPS * 2**k`` not above ``n``."""
     if n <= FULL_STEPS:
         return n
-    rung, k = FULL_STEPS, 0
-    while int(FULL_STEPS * 2 ** ((k + 1) / 2)) <= n:
-        k += 1
-        rung = int(FULL_STEPS * 2 ** (k / 2))
+    rung = FULL_STEPS
+    while 2 * rung <= n:
+        rung *= 2
     return rung
 
 

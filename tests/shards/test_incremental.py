@@ -184,16 +184,17 @@ def test_a_calibration_change_then_spliced_then_older(
     load_and_check(db, parts, ["judged in full", again, spliced, again])
 
 
-def test_a_calibration_change_resumes_the_change_points(
+def test_a_gpu_judged_again_whole_resumes_the_change_points(
     db: duckdb.DuckDBPyConnection, history_docs: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """GPUs judged again whole (here every GPU: their calibrations move, rungs from 60
-    steps on) resume their series' change points from the stored search states where
-    their values and noise begin the new ones (the workload component did not move: 24
-    of 81 series here) instead of searching them again from their first value."""
-    from kiana.shards import creep
+    """GPUs judged again whole (here every GPU: splicing switched off; their calibrations
+    stay, rungs from 50 steps on: 100 of their 134-180 steps) resume their series'
+    change points from the stored search states where their values and noise begin the
+    new ones, instead of searching them again from their first value."""
+    from kiana.shards import creep, incremental
 
-    monkeypatch.setattr(calfit, "FULL_STEPS", 60)
+    monkeypatch.setattr(calfit, "FULL_STEPS", 50)
+    monkeypatch.setattr(incremental, "SPLICE", False)
     n = len(history_docs)
     kiana.load.load_documents(db, history_docs[int(n * 0.05) : int(n * 0.65)])
     judge_all(db, OPTIONS)
