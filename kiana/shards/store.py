@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 #: (:func:`kiana.stats.pooling.deviation`); 10: a lone workload needs three or more
 #: workloads with noise information (:mod:`kiana.stats.aggregate`).  11: a GPU's
 #: calibration rests on a ladder of octaves of its steps (:func:`kiana.stats.calfit.prefix_size`).
-STORE_VERSION = 11
+#: 12: an ``unchanged`` finding says the smallest change it would have flagged.
+STORE_VERSION = 12
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",

@@ -46,7 +46,9 @@ other.  In order:
                     that workload
 ``gross``           no noise information, every workload moved ``gross_change`` (25%)
                     the same way: called on size alone
-``unchanged``       the estimate could have separated ``resolution * threshold`` (9%)
+``unchanged``       the estimate could have separated ``resolution * threshold`` (9%);
+                    the sentence gives the smallest change it would have flagged,
+                    ``max(threshold, exp(separation * se) - 1)``
 ``inconclusive``    otherwise, with ``reruns``: runs per session (each side) that would
                     bring the noise part of the standard error to ``ln(1 + threshold) /
                     separation`` (null when the scatter between workloads or the sitting
@@ -189,7 +191,12 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
         return pl.when(machine).then(pl.lit("drift")).otherwise(_direction(mu))
 
     lone = pl.col("_lone_mu")
-    t, w = f"{options.threshold:.0%}", f"{options.resolution * options.threshold:.0%}"
+    t = f"{options.threshold:.0%}"
+    # the smallest change this estimate would have flagged: the threshold, or the
+    # separation times its standard error where that is larger (at most ``span``)
+    shown = pl.max_horizontal(
+        pl.lit(math.log1p(options.threshold)), options.separation * basis["se"]
+    )
     gross = f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone"
     return (
         Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), **basis,
@@ -236,7 +243,7 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
         Rule("unchanged", resolvable, pl.lit("unchanged"), **basis,
              sentence=_text("no change beyond the noise: ", _est(basis["change"], basis["se"]),
                             pl.when(has_adj).then(_text(" against its control ", control)).otherwise(pl.lit("")),
-                            f"; a {w} change would have shown")),
+                            "; a change of ", pct(shown.exp() - 1.0, signed=False), " would have shown")),
         Rule("inconclusive", pl.lit(True), pl.lit("inconclusive"), **basis,
              sentence=pl.when(pl.col("workloads_with_noise") == 0).then(pl.lit("no noise information on any workload"))
              .otherwise(_text("too uncertain: ", _est(basis["change"], basis["se"]), f" cannot rule out a {t} change"))),

@@ -53,6 +53,19 @@ def test_flat_sweep_is_unchanged() -> None:
     assert result.findings["verdict"].to_list() == ["unchanged"]
 
 
+def test_unchanged_says_the_smallest_change_it_would_have_flagged() -> None:
+    # The threshold (3%) on a precise sweep; separation x its standard error on a noisy
+    # one (was: "a 9% change would have shown" on every unchanged finding).
+    sweep = [0.001, -0.002, 0.0, 0.002]
+    precise = judge(frame(sweep_rows(sweep, spread=0.02)), MEASURED).findings.row(0, named=True)
+    assert precise["verdict"] == "unchanged"
+    assert "; a change of 3.0% would have shown" in precise["evidence"]
+    noisy = judge(frame(sweep_rows(sweep, spread=0.05)), MEASURED).findings.row(0, named=True)
+    smallest = math.expm1(MEASURED.separation * noisy["change_se"])
+    assert noisy["verdict"] == "unchanged" and 0.03 < smallest < 0.09
+    assert f"; a change of {smallest:.1%} would have shown" in noisy["evidence"]
+
+
 def test_inconclusive_says_how_many_reruns() -> None:
     result = judge(frame(sweep_rows([0.02, 0.03], spread=0.15)), MEASURED)
     row = result.findings.row(0, named=True)
