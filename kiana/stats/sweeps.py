@@ -141,6 +141,12 @@ def _direction(mu: pl.Expr) -> pl.Expr:
     return pl.when(mu > 0).then(pl.lit("regression")).otherwise(pl.lit("improvement"))
 
 
+def _smallest_flagged(se: pl.Expr, options: JudgeOptions) -> pl.Expr:
+    """The smallest change (log) an estimate of standard error ``se`` would have
+    flagged: the threshold, or the separation times ``se`` where that is larger."""
+    return pl.max_horizontal(pl.lit(math.log1p(options.threshold)), options.separation * se)
+
+
 def _est(mu: pl.Expr, se: pl.Expr) -> pl.Expr:
     """``-10.6% ± 0.9%`` of a log estimate and its standard error."""
     return pct(mu.exp() - 1.0) + pl.lit(" ± ") + pct(se, signed=False)
@@ -192,11 +198,7 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
 
     lone = pl.col("_lone_mu")
     t = f"{options.threshold:.0%}"
-    # the smallest change this estimate would have flagged: the threshold, or the
-    # separation times its standard error where that is larger (at most ``span``)
-    shown = pl.max_horizontal(
-        pl.lit(math.log1p(options.threshold)), options.separation * basis["se"]
-    )
+    shown = _smallest_flagged(basis["se"], options)
     gross = f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone"
     return (
         Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), **basis,
