@@ -33,7 +33,15 @@ import duckdb
 from kiana.errors import DatabaseError
 from kiana.load.schema import check_schema, ensure_schema, needs_migration
 
-__all__ = ["CONFIG", "ROW_GROUP_ROWS", "connect", "created", "default_memory_limit", "discard"]
+__all__ = [
+    "CONFIG",
+    "ROW_GROUP_ROWS",
+    "connect",
+    "created",
+    "default_memory_limit",
+    "discard",
+    "restore_memory_limit",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -116,6 +124,23 @@ def default_memory_limit(con: duckdb.DuckDBPyConnection) -> str | None:
     e.g. with ``--memory-limit``), else None."""
     limit = _memory_limit(con)
     return limit if limit in _DEFAULT_MEMORY_LIMIT else None
+
+
+def restore_memory_limit(con: duckdb.DuckDBPyConnection, before: str) -> None:
+    """``memory_limit`` back to ``before``, the text ``current_setting`` printed.  DuckDB
+    prints the limit cut to a tenth of its unit, so setting that text again lowers it by
+    up to a tenth each round (``18.8 GiB`` reads back as ``18.7 GiB``): DuckDB's default
+    is reset instead, and any other limit set half a tenth above its text, which reads
+    back as that text (``2.75 GiB`` as ``2.7 GiB``)."""
+    if before in _DEFAULT_MEMORY_LIMIT:
+        con.execute("RESET memory_limit")
+        return
+    number, _, unit = before.partition(" ")
+    con.execute(
+        f"SET memory_limit = '{number}5 {unit}'"
+        if "." in number
+        else f"SET memory_limit = '{before}'"
+    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -34,6 +34,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from kiana.load.database import restore_memory_limit
 from kiana.shards import worker
 from kiana.shards.results import Judged, merge_coverage, order_findings
 from kiana.shards.runs import (
@@ -165,9 +166,9 @@ def _duckdb_share(con: duckdb.DuckDBPyConnection, share: int = DUCKDB_SHARE) -> 
         # In a transaction the error aborted (an update's), the SET fails too: the
         # error that aborted it is the one to report, not "the transaction is aborted".
         with contextlib.suppress(duckdb.Error):
-            con.execute(f"SET memory_limit = '{before}'")
+            restore_memory_limit(con, before)
         raise
-    con.execute(f"SET memory_limit = '{before}'")
+    restore_memory_limit(con, before)
 
 
 def held(con: duckdb.DuckDBPyConnection) -> int:

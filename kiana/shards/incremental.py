@@ -295,6 +295,7 @@ def release(con: duckdb.DuckDBPyConnection) -> None:
     cannot evict down to :data:`RELEASED`, it is left as it is."""
     import duckdb
 
+    from kiana.load.database import restore_memory_limit
     from kiana.shards.runs import memory_limit
 
     limit = memory_limit(con)
@@ -307,7 +308,7 @@ def release(con: duckdb.DuckDBPyConnection) -> None:
     except duckdb.Error:
         pass
     finally:
-        con.execute(f"SET memory_limit = '{before}'")
+        restore_memory_limit(con, before)
 
 
 def judge_stored(

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 SERIES_ORDER = "partition_id, provider, metric"
 
+#: Rows per frame of :meth:`StoredJudged.steps`.
+STEP_SLICE = 100_000
+
 
 class StoredJudged(Judged):
     """The stored judgement of ``con`` (module docstring); ``note`` says how it came to
@@ -138,9 +141,20 @@ class StoredJudged(Judged):
         return frame
 
     def steps(self) -> Iterator[pl.DataFrame]:
-        """Every GPU's steps, one GPU at a time."""
+        """Every GPU's steps, one GPU at a time, in slices of at most :data:`STEP_SLICE`
+        rows (what a reader annotates and writes holds one slice, not a GPU's copy).
+
+        Each GPU is read under DuckDB's :data:`~kiana.shards.READ_SHARE`: it keeps what
+        it read up to its limit, 80% of RAM by default, and at 10M runs the stored steps
+        it cached grew by ~1.3 GiB over 20 GPUs beside the reader's frames."""
+        from kiana.shards import READ_SHARE, _duckdb_share
+
         for gpu, _ in self._gpus:
-            yield self._steps("WHERE gpu = $gpu", {"gpu": gpu})
+            with _duckdb_share(self._con, READ_SHARE):
+                frame = self._steps("WHERE gpu = $gpu", {"gpu": gpu})
+            for offset in range(0, max(frame.height, 1), STEP_SLICE):  # an empty GPU: one frame
+                yield frame.slice(offset, STEP_SLICE)
+            del frame
 
     def runs(self) -> Iterator[pl.DataFrame]:
         """Every GPU's runs, one GPU at a time."""

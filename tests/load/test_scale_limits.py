@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 import kiana.load
+from kiana.load.database import restore_memory_limit
 from kiana.load.validate import MAX_DOCUMENT_BYTES
 from tests import reliability as rel
 
@@ -133,3 +134,19 @@ def test_a_load_keeps_a_memory_limit_someone_set(tmp_path: Path) -> None:
     limits = kiana.load.LoadLimits(batch_records=1)
     assert _limits_during_load(con, tmp_path, limits) == {"2.0 GiB"}
     assert _limit(con) == "2.0 GiB"
+
+
+@pytest.mark.parametrize("limit", [None, "3GB", "512MiB"])
+def test_a_memory_limit_restored_again_and_again_stays_as_it_was(limit: str | None) -> None:
+    con = kiana.load.connect()
+    try:
+        if limit is not None:
+            con.execute(f"SET memory_limit = '{limit}'")
+        (before,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
+        for _ in range(5):
+            con.execute("SET memory_limit = '100MiB'")
+            restore_memory_limit(con, before)
+        (after,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
+        assert after == before
+    finally:
+        con.close()

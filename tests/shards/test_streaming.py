@@ -9,12 +9,17 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import kiana.shards.runs
+import kiana.shards.stored
 from kiana.cli import main
+from kiana.generate import CorpusConfig, generate
+from kiana.generate.config import DEFAULT_GPUS
 from kiana.jsonstream import write_json
-from kiana.load import connect
+from kiana.load import connect, load_documents
 from kiana.shards import judge_all
+from kiana.shards.stored import StoredJudged
 from kiana.stats import JudgeOptions
 from tests.conftest import ROOT
 
@@ -50,3 +55,25 @@ def test_regressions_json_of_shards_holds_every_step(
     assert len(out["steps"]) == sum(s.height for s in judged.steps())
     assert len(out["findings"]) == judged.findings.height
     assert out["coverage"] == judged.coverage.to_dict()
+
+
+def test_stored_steps_come_in_slices_in_the_judges_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = CorpusConfig(seed=7, kernels=("rms_norm",), gpus=DEFAULT_GPUS[:2], sweep_size=3)
+    monkeypatch.setattr(kiana.shards.stored, "STEP_SLICE", 5)
+    con = connect(tmp_path / "k.duckdb")
+    try:
+        load_documents(con, list(generate(config).documents()))
+        stored = judge_all(con, JudgeOptions())
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()
+        assert isinstance(stored, StoredJudged)
+        slices = list(stored.steps())
+        assert max(s.height for s in slices) == 5
+        # one GPU after another (by name), each in the judge's order of its series
+        in_order = stored.every_step().sort("gpu", maintain_order=True)
+        assert in_order["gpu"].n_unique() == 2
+        assert_frame_equal(pl.concat(slices), in_order)
+        assert con.execute("SELECT current_setting('memory_limit')").fetchall() == limit
+    finally:
+        con.close()
