@@ -286,7 +286,7 @@ RELEASED = 256 << 20
 
 
 def release(con: duckdb.DuckDBPyConnection) -> None:
-    """Give back what DuckDB holds after an update: the rows it committed stay in
+    """Give back what DuckDB holds after an update or a rebuild: the rows it committed stay in
     memory until a checkpoint writes them to the file (0.7 GiB at 10M runs: overflow
     strings, in-memory row groups), and the blocks it cached stay up to its limit, which
     the update's share no longer bounds; the stored judgement is read next, in the same
@@ -341,6 +341,7 @@ def judge_stored(
         return None
     if full or status in ("missing", "other", "invalid"):
         store.rebuild(con, options, code_changes, max_runs=max_runs)
+        release(con)
         note = "judged in full and stored"
     elif status == "stale":
         note = update(con, options, code_changes, max_runs=max_runs)
