@@ -37,6 +37,7 @@ import polars as pl
 from kiana.report import frames
 from kiana.report.data import RUN_COUNTS, _spread, chart_scopes
 from kiana.report.listing import Listing, listing
+from kiana.shards.results import own_buffers
 from kiana.stats.versions import version_table
 from kiana.vocabulary import FINDING_KEYS
 
@@ -102,7 +103,7 @@ def _totals(
     firsts, paired, spreads, kept = [], [], [], []
     for shard in shards():
         if keep is not None:
-            kept.append(shard.join(keep, on=list(keep.columns), how="semi"))
+            kept.append(own_buffers(shard.join(keep, on=list(keep.columns), how="semi")))
         runs = shard.select(_columns(shard, COUNTED))
         del shard
         passed = runs.filter(pl.col("status") == "passed")
@@ -115,14 +116,20 @@ def _totals(
         gpus |= set(runs["gpu"].drop_nulls().to_list())
         harnesses |= set(runs["harness"].unique().to_list())
         by_version = runs.group_by("version")
-        firsts.append(by_version.agg(pl.col("observed_at").min(), pl.len().alias("runs")))
-        paired.append(runs.filter(_eligible()).group_by("version").agg(pl.col("observed_at").min()))
-        spreads.append(_spread(passed))
-        del runs, passed
+        firsts.append(
+            own_buffers(by_version.agg(pl.col("observed_at").min(), pl.len().alias("runs")))
+        )
+        eligible = runs.filter(_eligible())
+        paired.append(own_buffers(eligible.group_by("version").agg(pl.col("observed_at").min())))
+        spreads.append(own_buffers(_spread(passed)))
+        del runs, passed, eligible
     first = _merged(firsts, runs=True)
     versions = version_table(first).join(first.select("version", "runs"), on="version")
     ranks = version_table(_merged(paired, runs=False))
-    pairs = [frames.speedup_frame(shard.filter(_eligible()), ranks=ranks) for shard in shards()]
+    pairs = [
+        own_buffers(frames.speedup_frame(shard.filter(_eligible()), ranks=ranks))
+        for shard in shards()
+    ]
     known = {**counts, "kernels": len(kernels), "GPUs": len(gpus)}
     known |= {"versions": versions.height, "steps": steps}
     found = Totals(
@@ -175,6 +182,6 @@ def _charted_steps(
     kept, count = [], 0
     for steps in shards:
         count += steps.height
-        kept.append(steps.join(wanted, on=keys, how="semi", maintain_order="left"))
+        kept.append(own_buffers(steps.join(wanted, on=keys, how="semi", maintain_order="left")))
         del steps
     return _concat(kept), count

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from kiana.shards.creep import INDEX
-from kiana.shards.results import Judged, findings_order_sql, merge_coverage
+from kiana.shards.results import Judged, findings_order_sql, merge_coverage, own_buffers
 from kiana.shards.runs import Shard, shard_runs, write_origins
 from kiana.shards.unit import POS
 from kiana.stats import Coverage
@@ -45,6 +45,7 @@ class StoredJudged(Judged):
 
     def __init__(self, con: duckdb.DuckDBPyConnection, options: JudgeOptions, note: str) -> None:
         from kiana.shards import _duckdb_share
+        from kiana.shards.incremental import release
 
         super().__init__(spill=False)
         self._con = con
@@ -56,6 +57,7 @@ class StoredJudged(Judged):
         findings = con.sql(f"SELECT * FROM judged_findings ORDER BY {order}").pl()
         with _duckdb_share(con):
             self._read(options, findings)
+        release(con, checkpoint=False)
 
     def _read(self, options: JudgeOptions, findings: pl.DataFrame) -> None:
         from kiana.stats import _no_nan
@@ -117,7 +119,8 @@ class StoredJudged(Judged):
                 .group_by(RERUN_KEYS, maintain_order=True)
                 .agg(pl.col(c).first().alias(a) for a, c in first.items())
             )
-            parts.append(rerun_quality(aa).hstack(firsts.select(*first)))
+            parts.append(own_buffers(rerun_quality(aa).hstack(firsts.select(*first))))
+            del aa
         if not parts:
             return rerun_quality(self._con.sql("SELECT * FROM judged_aa").pl())
         return pl.concat(parts).sort(*first, maintain_order=True).drop(*first)
