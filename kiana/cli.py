@@ -22,10 +22,11 @@ import contextlib
 import difflib
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 
 from kiana._version import __version__
 from kiana.errors import KianaError
@@ -120,7 +121,43 @@ def _reject_unknown(
     command.error(f"unrecognized arguments: {terminal(' '.join(extra))}; see {command.prog} --help")
 
 
+_ctrl_c = False
+
+
+def _note_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    """Python's own SIGINT handler (it raises ``KeyboardInterrupt``), which also
+    records that Ctrl-C came: DuckDB turns a Ctrl-C during a query into an error of its
+    own, and code that puts a DuckDB error aside (the reset of the memory limit after a
+    load, say) would otherwise lose it and exit 0."""
+    global _ctrl_c
+    _ctrl_c = True
+    signal.default_int_handler(signum, frame)
+
+
+def ctrl_c_came() -> bool:
+    """Whether Ctrl-C came while this ``main`` ran a command, even if it was caught."""
+    return _ctrl_c
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``kiana`` command; its exit status (:data:`EXIT_CODES`)."""
+    global _ctrl_c
+    _ctrl_c = False
+    previous = signal.getsignal(signal.SIGINT)
+    ours = previous is signal.default_int_handler  # an ignored SIGINT stays ignored
+    if ours:
+        try:
+            signal.signal(signal.SIGINT, _note_ctrl_c)
+        except ValueError:  # not the main thread: Python's handler stays
+            ours = False
+    try:
+        return _main(argv)
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
@@ -156,13 +193,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _failed(args.command, exc)
     if code == USAGE:
         discard_new_database(fresh)
+    if _ctrl_c and code != INTERRUPTED:  # caught on the way, after the work was done
+        print(
+            f"kiana {args.command}: interrupted as it finished: what it printed or wrote "
+            "is complete",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
     return code
 
 
 def interrupted(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception it was raised while handling) is Ctrl-C: Python's
     ``KeyboardInterrupt`` or DuckDB's ``Query interrupted`` (DuckDB takes SIGINT while a
-    query runs; a rollback after it may fail in turn, hiding the interrupt)."""
+    query runs; a rollback after it may fail in turn, hiding the interrupt), or any
+    failure after Ctrl-C came (DuckDB also wraps it: "reading the schema of the Arrow
+    source failed: KeyboardInterrupt")."""
+    if _ctrl_c:
+        return True
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:

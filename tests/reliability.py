@@ -14,6 +14,7 @@ told apart by ``run.metadata.name``: valid ones are ``valid-<n>``, mutated ones
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -577,12 +578,15 @@ def sweep_cases(counter: Iterator[int], kinds: Sequence[str] = ALL_KINDS) -> lis
 
 # --- subprocesses ------------------------------------------------------------------
 
+#: What ``CHILD`` prints once ``main`` returned (a SIGINT after it came as Python exited).
+RETURNED = "kiana-reliability: main returned"
 #: ``kiana load`` with a smaller batch size (argv[1]), so that one load is many batches
 #: and a kill can land between any two of them.  Everything else is the real CLI.
 CHILD = (
     "import functools, sys; import kiana.load as k; "
     "k.load = functools.partial(k.load, limits=k.LoadLimits(batch_records=int(sys.argv[1]))); "
-    "from kiana.cli import main; sys.exit(main(['load', *sys.argv[2:]]))"
+    "from kiana.cli import main; code = main(['load', *sys.argv[2:]]); "
+    f"print({RETURNED!r}, file=sys.stderr, flush=True); sys.exit(code)"
 )
 
 
@@ -692,6 +696,79 @@ def kill_once(
     return KillResult(killed, int(count), state, ok)
 
 
+def has_open(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (Linux: /proc/PID/fd)."""
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if Path(os.readlink(fd)) == path:
+                return True
+    return False
+
+
+@dataclass
+class InterruptResult:
+    landed: bool  # the load was still running when SIGINT was sent
+    state: str  # "none" | "whole" | "broken"
+    told: bool  # the exit status is 130 and the one line says what the database holds
+    said: str  # the exit status and what the command printed on stderr
+
+
+#: The one line after Ctrl-C, by what the database holds afterwards.
+SAID_AFTER_CTRL_C = {
+    "none": "kiana load: interrupted: nothing of this load was stored; run it again",
+    "whole": "kiana load: interrupted after this load was stored (load ",
+}
+
+
+def interrupt_once(db: Path, corpus: Path, reference: dict[str, Any], before: int, delay: float,
+                   batch: int) -> InterruptResult:  # fmt: skip
+    """Start ``kiana load`` of ``corpus`` into ``db`` (holding ``before`` runs), send
+    SIGINT (Ctrl-C) ``delay`` seconds after it opened ``db``, and check the exit status, the one line and
+    the database: none of the load or all of it, and the line says which.  A SIGINT that
+    lands after ``main`` returned (``CHILD`` says so) did not land during the load: Python,
+    shutting down, exits 0 or is killed by it (-2; 130 to a shell)."""
+    import kiana.load
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(batch), str(corpus), "--db", str(db), "-q"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 60
+    while not has_open(child.pid, db.resolve()) and child.poll() is None:
+        assert time.monotonic() < deadline, "kiana load never opened its database"
+        time.sleep(0.01)
+    time.sleep(delay)  # from the moment the command opened --db: it is at work
+    landed = child.poll() is None
+    if landed:
+        child.send_signal(signal.SIGINT)
+    _, err = child.communicate()
+    returned, err = RETURNED in err, err.replace(RETURNED + "\n", "")
+    if returned and child.returncode in (0, -signal.SIGINT):  # it came as Python exited
+        landed = False
+    con = kiana.load.connect(db, read_only=True)
+    try:
+        (count,) = con.execute("SELECT count(*) FROM runs").fetchone()  # type: ignore[misc]
+    finally:
+        con.close()
+    state = {before: "none", reference["runs"]: "whole"}.get(count, "broken")
+    if not landed:
+        told = child.returncode in (0, -signal.SIGINT) and state == "whole" and err == ""
+    else:
+        told = (
+            child.returncode == 130
+            and err.count("\n") == 1
+            and err.startswith(SAID_AFTER_CTRL_C.get(state, "\0"))
+        )
+    return InterruptResult(landed, state, told, f"{child.returncode}: {err[-500:]}")
+
+
 # --- the figures table ---------------------------------------------------------------
 
 
@@ -765,6 +842,7 @@ def _kills(tallies: dict[str, Tally], kills: int, root: Path) -> None:
     subprocess.run(
         [sys.executable, "-c", CHILD, "100", str(corpus), "--db", str(reference_db), "-q"],
         check=True,
+        stderr=subprocess.DEVNULL,
     )
     full = time.monotonic() - started
     reference = snapshot(reference_db)
@@ -786,6 +864,40 @@ def _kills(tallies: dict[str, Tally], kills: int, root: Path) -> None:
     )
 
 
+def _interrupts(tallies: dict[str, Tally], count: int, root: Path) -> None:
+    import shutil
+
+    corpus = write_corpus(root / "ctrl-c.jsonl", 1500)
+    reference_db, base = root / "ctrl-c-reference.duckdb", root / "ctrl-c-base.duckdb"
+    kiana("load", str(ROOT / "data" / "seeds"), "--db", str(reference_db), "-q")
+    shutil.copy(reference_db, base)
+    started = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-c", CHILD, "100", str(corpus), "--db", str(reference_db), "-q"],
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    full = time.monotonic() - started
+    reference = snapshot(reference_db)
+    tally = tallies.setdefault("faults: Ctrl-C (SIGINT) during kiana load", Tally())
+    rng = random.Random(5)
+    landed = stored = 0
+    for i in range(count):
+        db = root / f"ctrl-c{i}.duckdb"
+        shutil.copy(base, db)
+        result = interrupt_once(db, corpus, reference, 2, rng.uniform(0, full * 0.6), 100)
+        tally.cases += 1
+        landed += result.landed
+        stored += result.landed and result.state == "whole"
+        tally.lost += result.state == "broken"
+        tally.crashes += not result.told
+    tally.note = (
+        f"1,500 documents in 15 batches; {landed} of {count} landed during the load "
+        f"({stored} of them after its commit); crashes: an exit status other than 130 or a "
+        "line that does not say what the database holds"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     import tempfile
@@ -794,6 +906,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=150, help="random fuzz batches")
     parser.add_argument("--cli", type=int, default=10, help="fuzzed batches through the CLI")
     parser.add_argument("--kills", type=int, default=25, help="SIGKILLs of kiana load")
+    parser.add_argument("--interrupts", type=int, default=25, help="Ctrl-Cs of kiana load")
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args(argv)
     tallies: dict[str, Tally] = {}
@@ -803,6 +916,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fuzz(tallies, args.rounds, root)
         _cli(tallies, args.cli, root)
         _kills(tallies, args.kills, root)
+        _interrupts(tallies, args.interrupts, root)
         for name, run in EXTRA.items():
             try:
                 tallies[name] = run(root)

@@ -63,6 +63,7 @@ def _refuse_csv(paths: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kiana.cli import ctrl_c_came
     from kiana.errors import InputError, StrictLoadError
     from kiana.load import load
 
@@ -81,12 +82,9 @@ def run(args: argparse.Namespace) -> int:
         stored = _stored_after(args.db, last, exc)
         if stored is None:
             raise
-        print(
-            f"kiana load: interrupted after this load was stored (load {stored[0]}: "
-            f"{stored[1]:,} documents loaded): nothing is lost, nothing to run again",
-            file=sys.stderr,
-        )
-        return 130
+        return _interrupted_after(stored)
+    if ctrl_c_came() and (stored := _stored_after(args.db, last, KeyboardInterrupt())):
+        return _interrupted_after(stored)  # a Ctrl-C that code on the way put aside
     if summary.files == 0:
         raise InputError(
             f"no document files under {', '.join(map(str, args.paths))}: nothing was loaded",
@@ -121,6 +119,15 @@ def run(args: argparse.Namespace) -> int:
 def _last_load(con: duckdb.DuckDBPyConnection) -> int:
     row = con.execute("SELECT coalesce(max(load_id), 0) FROM loads").fetchone()
     return int(row[0]) if row else 0
+
+
+def _interrupted_after(stored: tuple[int, int]) -> int:
+    print(
+        f"kiana load: interrupted after this load was stored (load {stored[0]}: "
+        f"{stored[1]:,} documents loaded): nothing is lost, nothing to run again",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def _stored_after(db: str | None, last: int, exc: BaseException) -> tuple[int, int] | None:
