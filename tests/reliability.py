@@ -829,14 +829,14 @@ def _cli(tallies: dict[str, Tally], rounds: int, root: Path) -> None:
             tally.crashes += 1
 
 
-def _kills(tallies: dict[str, Tally], kills: int, root: Path) -> None:
+def _fault_setup(root: Path, prefix: str) -> tuple[Path, Path, dict[str, Any], float]:
+    """For a fault category: a 1,500-document corpus, a database holding the seeds, the
+    snapshot of the seeds and the corpus loaded whole, and the seconds that load took."""
     import shutil
 
-    corpus = write_corpus(root / "corpus.jsonl", 1500)
-    seeds = ROOT / "data" / "seeds"
-    reference_db = root / "reference.duckdb"
-    kiana("load", str(seeds), "--db", str(reference_db), "-q")
-    base = root / "base.duckdb"
+    corpus = write_corpus(root / f"{prefix}corpus.jsonl", 1500)
+    reference_db, base = root / f"{prefix}reference.duckdb", root / f"{prefix}base.duckdb"
+    kiana("load", str(ROOT / "data" / "seeds"), "--db", str(reference_db), "-q")
     shutil.copy(reference_db, base)
     started = time.monotonic()
     subprocess.run(
@@ -845,13 +845,25 @@ def _kills(tallies: dict[str, Tally], kills: int, root: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     full = time.monotonic() - started
-    reference = snapshot(reference_db)
+    return corpus, base, snapshot(reference_db), full
+
+
+def _copies(base: Path, stem: str, count: int) -> Iterator[Path]:
+    """``count`` copies of the database ``base`` beside it, one at a time."""
+    import shutil
+
+    for i in range(count):
+        db = base.parent / f"{stem}{i}.duckdb"
+        shutil.copy(base, db)
+        yield db
+
+
+def _kills(tallies: dict[str, Tally], kills: int, root: Path) -> None:
+    corpus, base, reference, full = _fault_setup(root, "")
     tally = tallies.setdefault("faults: SIGKILL during kiana load, then rerun", Tally())
     rng = random.Random(3)
     landed = 0
-    for i in range(kills):
-        db = root / f"kill{i}.duckdb"
-        shutil.copy(base, db)
+    for db in _copies(base, "kill", kills):
         result = kill_once(db, corpus, reference, 2, rng.uniform(0.2, full * 1.05), 100)
         tally.cases += 1
         landed += result.killed
@@ -865,26 +877,11 @@ def _kills(tallies: dict[str, Tally], kills: int, root: Path) -> None:
 
 
 def _interrupts(tallies: dict[str, Tally], count: int, root: Path) -> None:
-    import shutil
-
-    corpus = write_corpus(root / "ctrl-c.jsonl", 1500)
-    reference_db, base = root / "ctrl-c-reference.duckdb", root / "ctrl-c-base.duckdb"
-    kiana("load", str(ROOT / "data" / "seeds"), "--db", str(reference_db), "-q")
-    shutil.copy(reference_db, base)
-    started = time.monotonic()
-    subprocess.run(
-        [sys.executable, "-c", CHILD, "100", str(corpus), "--db", str(reference_db), "-q"],
-        check=True,
-        stderr=subprocess.DEVNULL,
-    )
-    full = time.monotonic() - started
-    reference = snapshot(reference_db)
+    corpus, base, reference, full = _fault_setup(root, "ctrl-c-")
     tally = tallies.setdefault("faults: Ctrl-C (SIGINT) during kiana load", Tally())
     rng = random.Random(5)
     landed = stored = 0
-    for i in range(count):
-        db = root / f"ctrl-c{i}.duckdb"
-        shutil.copy(base, db)
+    for db in _copies(base, "ctrl-c", count):
         result = interrupt_once(db, corpus, reference, 2, rng.uniform(0, full * 0.6), 100)
         tally.cases += 1
         landed += result.landed
