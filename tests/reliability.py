@@ -653,12 +653,25 @@ class KillResult:
     rerun_matches: bool
 
 
+def load_state(db: Path, before: int, reference: dict[str, Any]) -> tuple[int, str]:
+    """The runs ``db`` holds after a load into it was stopped, and what that is: "none"
+    of the load (``before``), its "whole" (the ``reference``'s), or "broken"."""
+    import kiana.load
+
+    con = kiana.load.connect(db, read_only=True)
+    try:
+        (count,) = con.execute("SELECT count(*) FROM runs").fetchone()  # type: ignore[misc]
+    finally:
+        con.close()
+    state = {before: "none", reference["runs"]: "whole"}.get(count, "broken")
+    return int(count), state
+
+
 def kill_once(
     db: Path, corpus: Path, reference: dict[str, Any], before: int, delay: float, batch: int
 ) -> KillResult:
     """Start ``kiana load`` of ``corpus`` into ``db`` (already holding ``before`` runs),
     SIGKILL it after ``delay`` seconds, check the database, load again and compare."""
-    import kiana.load
 
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(batch), str(corpus), "--db", str(db), "-q"],
@@ -670,17 +683,7 @@ def kill_once(
     if killed:
         os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    con = kiana.load.connect(db, read_only=True)
-    try:
-        (count,) = con.execute("SELECT count(*) FROM runs").fetchone()  # type: ignore[misc]
-    finally:
-        con.close()
-    if count == before:
-        state = "none"
-    elif count == reference["runs"]:
-        state = "whole"
-    else:
-        state = "broken"
+    count, state = load_state(db, before, reference)
     rerun = subprocess.run(
         [sys.executable, "-c", CHILD, str(batch), str(corpus), "--db", str(db), "-q"],
         capture_output=True,
@@ -714,7 +717,6 @@ class InterruptResult:
     landed: bool  # the load was still running when SIGINT was sent
     state: str  # "none" | "whole" | "broken"
     told: bool  # the exit status is 130 and the one line says what the database holds
-    said: str  # the exit status and what the command printed on stderr
 
 
 #: The one line after Ctrl-C, by what the database holds afterwards.
@@ -731,7 +733,6 @@ def interrupt_once(db: Path, corpus: Path, reference: dict[str, Any], before: in
     the database: none of the load or all of it, and the line says which.  A SIGINT that
     lands after ``main`` returned (``CHILD`` says so) did not land during the load: Python,
     shutting down, exits 0 or is killed by it (-2; 130 to a shell)."""
-    import kiana.load
 
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(batch), str(corpus), "--db", str(db), "-q"],
@@ -752,12 +753,7 @@ def interrupt_once(db: Path, corpus: Path, reference: dict[str, Any], before: in
     returned, err = RETURNED in err, err.replace(RETURNED + "\n", "")
     if returned and child.returncode in (0, -signal.SIGINT):  # it came as Python exited
         landed = False
-    con = kiana.load.connect(db, read_only=True)
-    try:
-        (count,) = con.execute("SELECT count(*) FROM runs").fetchone()  # type: ignore[misc]
-    finally:
-        con.close()
-    state = {before: "none", reference["runs"]: "whole"}.get(count, "broken")
+    _, state = load_state(db, before, reference)
     if not landed:
         told = child.returncode in (0, -signal.SIGINT) and state == "whole" and err == ""
     else:
@@ -766,7 +762,7 @@ def interrupt_once(db: Path, corpus: Path, reference: dict[str, Any], before: in
             and err.count("\n") == 1
             and err.startswith(SAID_AFTER_CTRL_C.get(state, "\0"))
         )
-    return InterruptResult(landed, state, told, f"{child.returncode}: {err[-500:]}")
+    return InterruptResult(landed, state, told)
 
 
 # --- the figures table ---------------------------------------------------------------

@@ -63,7 +63,7 @@ def _refuse_csv(paths: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kiana.cli import ctrl_c_came
+    from kiana.cli import ctrl_c_came, interrupted
     from kiana.errors import InputError, StrictLoadError
     from kiana.load import load
 
@@ -79,11 +79,11 @@ def run(args: argparse.Namespace) -> int:
             if bar is not None:
                 sys.stderr.write("\r\033[K")  # the bar's line, cleared
     except BaseException as exc:
-        stored = _stored_after(args.db, last, exc)
+        stored = _stored_after(args.db, last) if interrupted(exc) else None
         if stored is None:
             raise
         return _interrupted_after(stored)
-    if ctrl_c_came() and (stored := _stored_after(args.db, last, KeyboardInterrupt())):
+    if ctrl_c_came() and (stored := _stored_after(args.db, last)):
         return _interrupted_after(stored)  # a Ctrl-C that code on the way put aside
     if summary.files == 0:
         raise InputError(
@@ -130,15 +130,14 @@ def _interrupted_after(stored: tuple[int, int]) -> int:
     return 130
 
 
-def _stored_after(db: str | None, last: int, exc: BaseException) -> tuple[int, int] | None:
-    """(load id, documents loaded) when Ctrl-C came after the load's transaction was
-    committed (while the connection closed, say), so the usual "nothing was stored"
-    would be false; None otherwise (not Ctrl-C, an in-memory database, or not stored)."""
-    from kiana.cli import interrupted
+def _stored_after(db: str | None, last: int) -> tuple[int, int] | None:
+    """(load id, documents loaded) of a load after load ``last`` that Ctrl-C came after
+    (its transaction committed while the connection closed, say), so the usual "nothing
+    was stored" would be false; None otherwise (an in-memory database, or not stored)."""
     from kiana.commands.common import MEMORY
     from kiana.load import connect
 
-    if not interrupted(exc) or db in (None, MEMORY):
+    if db in (None, MEMORY):
         return None
     try:
         con = connect(db, read_only=True)
