@@ -57,8 +57,10 @@ if TYPE_CHECKING:
 #: (:func:`kiana.stats.pooling.deviation`); 10: a lone workload needs three or more
 #: workloads with noise information (:mod:`kiana.stats.aggregate`).  11: a GPU's
 #: calibration rests on a ladder of octaves of its steps (:func:`kiana.stats.calfit.prefix_size`).
-#: 12: an ``unchanged`` finding says the smallest change it would have flagged.
-STORE_VERSION = 12
+#: 12: an ``unchanged`` finding says the smallest change it would have flagged.  13: a
+#: workload lone on its own step where its control is too noisy to adjust by
+#: (:func:`kiana.stats.aggregate._noisy_control`).
+STORE_VERSION = 13
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",

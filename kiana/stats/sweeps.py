@@ -43,7 +43,10 @@ other.  In order:
                     (:func:`kiana.stats.pooling.lone`; a minority: at most
                     ``max(1, (k - 1) // 2)`` of the ``k >= 3`` workloads with noise
                     information; of two, either may have left the other): a change of
-                    that workload
+                    that workload; against its control, or on its own step where the
+                    control is too noisy there to adjust by, the sitting calm and the
+                    move at least ``resolution * threshold`` (9%)
+                    (:mod:`kiana.stats.aggregate`)
 ``gross``           no noise information, every workload moved ``gross_change`` (25%)
                     the same way: called on size alone
 ``unchanged``       the estimate could have separated ``resolution * threshold`` (9%);
@@ -237,7 +240,11 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
                             " workload(s) moved far beyond the rest of the sweep: ", pl.col("_lone_names"), " ",
                             _est(lone, pl.col("_lone_se")), " against the others (its own change ",
                             pct(pl.col("_lone_own").exp() - 1.0), "); the sweep as a whole did not move (",
-                            _est(basis["change"], basis["se"]), ")")),
+                            _est(basis["change"], basis["se"]), ")",
+                            pl.when(pl.col("_lone_noisy_control").fill_null(False))
+                            .then(_text("; judged on its own step: its control ", control,
+                                        " is too noisy in that workload to adjust by and did not move with it"))
+                            .otherwise(pl.lit("")))),
         Rule("gross", pl.col("_gross"), drift_or(pl.col("_median_log")), change=pl.col("_median_log"),
              se=pl.lit(None, pl.Float64), adjusted=pl.lit(False),
              workloads=pl.when(pl.col("_median_log") > 0).then(pl.col("_raw_up_names")).otherwise(pl.col("_raw_down_names")),

@@ -108,6 +108,36 @@ def test_lone() -> None:
     assert (row["basis"], row["verdict"], row["workloads"]) == ("lone", "regression", "w2")
 
 
+def noisy_control(control_w2: float) -> list[dict[str, Any]]:
+    """Liger's w2 +30% (spreads 0.5%) beside huggingface measured with 30% spreads,
+    its w2 moving by ``control_w2`` (the seed-28 miss of bench/README.md, round 10)."""
+    liger = sweep_rows([0.0, 0.001, 0.30, -0.001, 0.002], spread=0.005)
+    hf = sweep_rows([0.0, -0.001, control_w2, 0.001, 0.0], spread=0.30, provider="huggingface")
+    return liger + hf
+
+
+def test_lone_on_its_own_step_beside_a_noisy_control() -> None:
+    # Against huggingface the deviation is 30% at ~25% noise; on its own step 60 times it.
+    row = finding(noisy_control(0.0), options=OFF)
+    assert (row["basis"], row["verdict"], row["workloads"]) == ("lone", "regression", "w2")
+    assert row["adjusted"] is False
+    assert "its control huggingface is too noisy in that workload to adjust by" in row["evidence"]
+
+
+def test_lone_on_its_own_step_not_where_the_noisy_control_moved_with_it() -> None:
+    row = finding(noisy_control(0.30), options=OFF)
+    assert row["basis"] != "lone" and row["verdict"] != "regression"
+
+
+def test_lone_on_its_own_step_not_under_the_resolution() -> None:
+    # +6% in w2 is 17 own standard errors off the rest, but without its control a lone
+    # workload must be off by resolution x threshold (9%).
+    liger = sweep_rows([0.0, 0.001, 0.06, -0.001, 0.002], spread=0.005)
+    hf = sweep_rows([0.0, -0.001, 0.0, 0.001, 0.0], spread=0.30, provider="huggingface")
+    row = finding(liger + hf, options=OFF)
+    assert row["basis"] != "lone" and row["verdict"] != "regression"
+
+
 def test_gross() -> None:
     rows = sweep_rows([0.5, 0.6, 0.55], spread=0.0, kernel="slow")
     row = finding(rows, options=OFF)
