@@ -236,15 +236,7 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
                             .otherwise(pl.lit(" over the sweep (no control measured the machine)")))),
         Rule("lone", pl.col("_lone_n") > 0, drift_or(lone), change=lone, se=pl.col("_lone_se"),
              adjusted=pl.col("_lone_adjusted"), workloads=pl.col("_lone_names"),
-             sentence=_text(pl.col("_lone_n").cast(pl.String), " of ", pl.col("workloads_total").cast(pl.String),
-                            " workload(s) moved far beyond the rest of the sweep: ", pl.col("_lone_names"), " ",
-                            _est(lone, pl.col("_lone_se")), " against the others (its own change ",
-                            pct(pl.col("_lone_own").exp() - 1.0), "); the sweep as a whole did not move (",
-                            _est(basis["change"], basis["se"]), ")",
-                            pl.when(pl.col("_lone_noisy_control").fill_null(False))
-                            .then(_text("; judged on its own step: its control ", control,
-                                        " is too noisy in that workload to adjust by and did not move with it"))
-                            .otherwise(pl.lit("")))),
+             sentence=_lone_sentence(_est(basis["change"], basis["se"]), control)),
         Rule("gross", pl.col("_gross"), drift_or(pl.col("_median_log")), change=pl.col("_median_log"),
              se=pl.lit(None, pl.Float64), adjusted=pl.lit(False),
              workloads=pl.when(pl.col("_median_log") > 0).then(pl.col("_raw_up_names")).otherwise(pl.col("_raw_down_names")),
@@ -256,6 +248,21 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
         Rule("inconclusive", pl.lit(True), pl.lit("inconclusive"), **basis,
              sentence=pl.when(pl.col("workloads_with_noise") == 0).then(pl.lit("no noise information on any workload"))
              .otherwise(_text("too uncertain: ", _est(basis["change"], basis["se"]), f" cannot rule out a {t} change"))),
+    )  # fmt: skip
+
+
+def _lone_sentence(sweep: pl.Expr, control: pl.Expr) -> pl.Expr:
+    """The ``lone`` rule's sentence: the workloads, their move against the rest of the
+    sweep and their own, the ``sweep``'s estimate, and where the own step decided
+    (:func:`kiana.stats.aggregate._noisy_control`) why."""
+    own_step = _text("; judged on its own step: its control ", control,
+                     " is too noisy in that workload to adjust by and did not move with it")  # fmt: skip
+    return _text(
+        pl.col("_lone_n").cast(pl.String), " of ", pl.col("workloads_total").cast(pl.String),
+        " workload(s) moved far beyond the rest of the sweep: ", pl.col("_lone_names"), " ",
+        _est(pl.col("_lone_mu"), pl.col("_lone_se")), " against the others (its own change ",
+        pct(pl.col("_lone_own").exp() - 1.0), "); the sweep as a whole did not move (", sweep, ")",
+        pl.when(pl.col("_lone_noisy_control").fill_null(False)).then(own_step).otherwise(pl.lit("")),
     )  # fmt: skip
 
 

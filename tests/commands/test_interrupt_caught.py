@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,16 @@ import kiana.commands.partitions
 import kiana.load
 from kiana.cli import main
 from tests.conftest import ROOT
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_delivered() -> Iterator[None]:
+    """SIGINT as a terminal delivers it (Python's default handler): a shell starts
+    background jobs with SIGINT ignored, and ``main`` leaves an ignored SIGINT ignored,
+    so these tests would see no Ctrl-C under ``.ci/run &``."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 def _ctrl_c_put_aside() -> None:
