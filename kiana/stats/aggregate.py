@@ -152,7 +152,7 @@ def _deep(noise: pl.Expr) -> pl.Expr:
     return noise * pl.col("_s_lone") / pl.col("_s")
 
 
-def _noisy_control(own: pl.Expr, options: JudgeOptions) -> pl.Expr:
+def _noisy_control(own: pl.Expr, own_dev: pl.Expr, options: JudgeOptions) -> pl.Expr:
     """A workload lone on the subject's own step, where its control is too noisy to
     adjust by.
 
@@ -163,7 +163,8 @@ def _noisy_control(own: pl.Expr, options: JudgeOptions) -> pl.Expr:
     corpora, ``bench/README.md`` round 10).  Where the control's per-workload noise is
     over :data:`NOISY_CONTROL` times the subject's, the own step decides when:
 
-    * it is lone (``own``: the lone rule on the own step);
+    * it is lone (``own``: the lone rule on the own step, ``own_dev`` its deviation
+      from the rest of the sweep);
     * it is off the rest of its sweep by at least ``resolution * threshold`` (9%), what
       the judge promises to resolve: without its control, a finding's size is part of
       its evidence, as the ``gross`` rule's is (on 60 realistic corpora, the two
@@ -178,7 +179,6 @@ def _noisy_control(own: pl.Expr, options: JudgeOptions) -> pl.Expr:
       provider's, and a control this noisy cannot show that it moved, only how far.
     """
     ctl_dev, _, _ = deviation(pl.col("control_log_ratio"), _deep(pl.col("control_noise")))
-    own_dev, _, _ = deviation(pl.col("log_ratio"), _deep(pl.col("wnoise")))
     calm = options.separation * pl.col("sitting_sigma") < math.log1p(options.threshold)
     noisy = pl.col("control_noise") > NOISY_CONTROL * pl.col("wnoise")
     large = own_dev.abs() >= math.log1p(options.resolution * options.threshold)
@@ -193,24 +193,18 @@ def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     dev, dev_se, _ = deviation(pl.col("_y"), pl.col("_s_lone"))
     # Against a control, a workload is lone only when the provider's own step is too: a
     # control that moved alone in one workload is not a change of the subject's.
-    own = lone(pl.col("log_ratio"), pl.col("wnoise") * pl.col("_s_lone") / pl.col("_s"),
-               options.separation, options.threshold)  # fmt: skip
-    adjusted = lone(pl.col("_y"), pl.col("_s_lone"), options.separation, options.threshold)
-    noisy = _noisy_control(own, options)
-    frame = frame.with_columns(
-        (adjusted & (~pl.col("_has_adj") | own)).alias("_lone_adj"),
-        noisy.alias("_lone_own_only"),
-        dev.alias("_dev_adj"),
-        dev_se.alias("_dev_se_adj"),
-        pl.col("sitting_sigma").pow(2).alias("_raw_offset"),
-    )
+    own = lone(pl.col("log_ratio"), _deep(pl.col("wnoise")), options.separation, options.threshold)
     own_dev, own_se, _ = deviation(pl.col("log_ratio"), _deep(pl.col("wnoise")))
-    on_own = ~pl.col("_lone_adj") & pl.col("_lone_own_only")
+    adjusted = lone(pl.col("_y"), pl.col("_s_lone"), options.separation, options.threshold)
+    against_control = adjusted & (~pl.col("_has_adj") | own)
+    # Lone on its own step alone: the control was too noisy to adjust by.
+    on_own = ~against_control & _noisy_control(own, own_dev, options)
     frame = frame.with_columns(
-        (pl.col("_lone_adj") | pl.col("_lone_own_only")).alias("_lone"),
-        pl.when(on_own).then(own_dev).otherwise(pl.col("_dev_adj")).alias("_dev"),
-        pl.when(on_own).then(own_se).otherwise(pl.col("_dev_se_adj")).alias("_dev_se"),
+        (against_control | on_own).alias("_lone"),
+        pl.when(on_own).then(own_dev).otherwise(dev).alias("_dev"),
+        pl.when(on_own).then(own_se).otherwise(dev_se).alias("_dev_se"),
         on_own.alias("_noisy_control"),
+        pl.col("sitting_sigma").pow(2).alias("_raw_offset"),
     )
     grouped = frame.group_by(KEYS).agg(
         pl.len().cast(pl.Int64).alias("workloads_total"),

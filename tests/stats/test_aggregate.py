@@ -7,7 +7,7 @@ import pytest
 
 from kiana.stats import JudgeOptions
 from kiana.stats.aggregate import _noisy_control
-from kiana.stats.pooling import lone
+from kiana.stats.pooling import deviation, lone
 from kiana.vocabulary import FINDING_KEYS
 
 
@@ -36,5 +36,6 @@ def test_the_own_step_decides_only_in_a_calm_sitting(sitting: float, expected: b
     # provider's per-workload noise runs heavier than its calibrated sigma.
     options = JudgeOptions()
     own = lone(pl.col("log_ratio"), pl.col("wnoise"), options.separation, options.threshold)
-    marked = sweep(sitting).select(_noisy_control(own, options))["_has_adj"].to_list()
+    own_dev = deviation(pl.col("log_ratio"), pl.col("wnoise"))[0]
+    marked = sweep(sitting).select(_noisy_control(own, own_dev, options))["_has_adj"].to_list()
     assert marked == [False, False, expected, False, False]
