@@ -3,7 +3,7 @@
 Run by hand (not part of the tests)::
 
     .venv/bin/python bench/detection.py --write DIR        # once: the corpora
-    .venv/bin/python bench/ceiling.py --read DIR [--separation 3 2.576] [--kiana] [--full-adjustment]
+    .venv/bin/python bench/ceiling.py --read DIR [--separation 3 2.576] [--kiana] [--full-adjustment] [--shares [S ...]]
 
 Issue 21 asks for >= 95% of >= 10% regressions found with at most 1% of unchanged groups
 flagged, on ``kiana generate --noise realistic``.  This script asks how much of that a
@@ -39,6 +39,16 @@ rate, unless it reads more than the two sittings (later sessions, the change-poi
 search).  At ``--separation 2.576`` a normal two-sided test flags 1% of unchanged
 groups: the issue's false-finding budget spent entirely on the noise the oracle knows.
 
+``--shares`` reweights the table's rows to other shares of shifted sittings.  The states
+are drawn per sitting, independently of the injected changes, so a row's recall does not
+depend on the share; only the rows' weights do: ``(1 - s)^2``, ``2 s (1 - s)`` and ``s^2``
+for a pair with 0, 1 and 2 shifted sittings (exact for the oracle; kiana's calibration
+learns the share, so for its column the reweighting holds its rows fixed).  Beside each
+share it prints what the real CSVs measure of it, as the generator would show it: the
+share of baseline sweeps whose offset (the median of their workloads' steps, as
+:func:`kiana.generate.calibration.measure` takes it) is beyond 2%, by Monte Carlo with
+the model's own draws (:class:`kiana.generate.realistic.RealisticNoise`).
+
 ``--kiana`` judges each corpus too and prints kiana's recall beside the oracle's, and
 checks the oracle's variances against the corpora: on every unchanged unit, Liger's mean
 adjusted log ratio over the sweep divided by the oracle's sd (``beta = 1``, the plain
@@ -51,7 +61,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
+import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -145,6 +158,12 @@ def main() -> int:
         help="the oracle subtracts its control whole (beta 1), as a judge that keeps drift out must",
     )
     parser.add_argument(
+        "--shares",
+        type=float,
+        nargs="*",
+        help="reweight the rows to these shares of shifted sittings (none given: a default list)",
+    )
+    parser.add_argument(
         "--kiana",
         action="store_true",
         help="judge each seed too: kiana's recall beside the oracle's",
@@ -194,6 +213,8 @@ def main() -> int:
     total = " | ".join(f"**{merged.get_column(c).cast(pl.Float64).mean():.3f}**" for c in cols)
     print(f"| all | {merged.height} | {total} |")
     print()
+    if args.shares is not None:
+        _print_shares(by, cols, names, args.shares or list(SHARES))
     print("units (change, kind, states, the oracle's sd and probability):")
     for row in merged.sort("seed", *UNIT).iter_rows(named=True):
         kind = "one workload" if row["true_workload"] is not None else "sweep-wide"
@@ -207,6 +228,68 @@ def main() -> int:
         _print_check(pl.concat(checks))
     _ = math  # the module docstring's formulas
     return 0
+
+
+#: Shares of shifted sittings ``--shares`` reweights to by default (the model's is 0.25).
+SHARES: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40, 0.50)
+#: The sweeps of Liger's real CSVs that measure the share: their baseline offsets
+#: (``bench/calibrate.py``: 7 offsets, 3 beyond 2%) come from two sitting pairs on the
+#: B200, every pass of one pair beyond 2% (jsd, 2026-05-27 -> 06-16: -4.0%, -11.0%,
+#: -4.4%) and of the other within 0.6% (cross_entropy, 2026-06-16 -> 07-05).
+REAL_PAIRS, REAL_SHIFTED_PAIRS = 2, 1
+
+
+def reweighted(by: pl.DataFrame, column: str, share: float) -> float:
+    """The recall of ``column`` had a share ``share`` of sittings been shifted: the
+    rows of ``by`` (per number of shifted sittings in the pair) weighted by the
+    binomial probabilities of 0, 1 and 2 shifted sittings.
+
+    >>> rows = pl.DataFrame({"shifted_sittings": [0, 1, 2], "p": [1.0, 0.5, 0.0]})
+    >>> reweighted(rows, "p", 0.5)
+    0.5
+    """
+    weights = {0: (1 - share) ** 2, 1: 2 * share * (1 - share), 2: share**2}
+    return sum(
+        weights[int(n)] * float(r) for n, r in zip(by["shifted_sittings"], by[column], strict=True)
+    )
+
+
+def beyond_two_percent(share: float, workloads: int = 4, pairs: int = 20_000) -> float:
+    """The share of a baseline's sweep offsets beyond 2% between two sittings, as
+    :func:`kiana.generate.calibration.measure` takes them (the median of the sweep's
+    workloads' steps), under the realistic model with ``share`` of sittings shifted:
+    the model's own draws, ``pairs`` of them (a fixed seed)."""
+    noise = replace(RealisticNoise(), shifted_share=share)
+    rng = random.Random(f"kiana-ceiling-shares:{share}")
+    hits = 0
+    for _ in range(pairs):
+        a, b = noise.sitting(rng), noise.sitting(rng)
+        off_a, off_b = noise.offset(rng, a), noise.offset(rng, b)
+        steps = [
+            off_b + noise.workload(rng, b) - off_a - noise.workload(rng, a)
+            for _ in range(workloads)
+        ]
+        hits += abs(statistics.median(steps)) > 0.02
+    return hits / pairs
+
+
+def _print_shares(by: pl.DataFrame, cols: list[str], names: list[str], shares: list[float]) -> None:
+    from scipy.stats import beta
+
+    low = beta.ppf(0.025, REAL_SHIFTED_PAIRS, REAL_PAIRS - REAL_SHIFTED_PAIRS + 1)
+    high = beta.ppf(0.975, REAL_SHIFTED_PAIRS + 1, REAL_PAIRS - REAL_SHIFTED_PAIRS)
+    print(f"the same rows reweighted to other shares of shifted sittings (the real CSVs: "
+          f"{REAL_SHIFTED_PAIRS} of {REAL_PAIRS} sitting pairs shifted, 95% interval "
+          f"{low:.2f}-{high:.2f}):")  # fmt: skip
+    print()
+    print("| shifted share | pairs with a shifted sitting | baseline offsets beyond 2% | "
+          + " | ".join(names) + " |")  # fmt: skip
+    print("| ---: | ---: | ---: | " + " | ".join("---:" for _ in cols) + " |")
+    for share in shares:
+        cells = " | ".join(f"{reweighted(by, c, share):.3f}" for c in cols)
+        pair = 1 - (1 - share) ** 2
+        print(f"| {share:.2f} | {pair:.2f} | {beyond_two_percent(share):.2f} | {cells} |")
+    print()
 
 
 def check(steps: pl.DataFrame, units: pl.DataFrame, table: pl.DataFrame, seed: int) -> pl.DataFrame:
