@@ -32,6 +32,7 @@ from typing import Any
 
 import polars as pl
 from detection import UNIT, judge_folder, read_seed, release_units
+from misses import sitting_bins
 
 import kiana.stats.aggregate as aggregate_module
 import kiana.stats.sweeps as sweeps_module
@@ -66,23 +67,14 @@ def deviations(steps: pl.DataFrame, options: Any) -> pl.DataFrame:
     ).drop_nulls(["own", "adjusted"])  # fmt: skip
 
 
-def band() -> pl.Expr:
-    sigma = pl.col("sitting_sigma")
-    return (
-        pl.when(sigma < 0.01).then(pl.lit("< 1%"))
-        .when(sigma < 0.03).then(pl.lit("1-3%"))
-        .when(sigma < 0.06).then(pl.lit("3-6%"))
-        .otherwise(pl.lit(">= 6%"))
-        .alias("sitting noise")
-    )  # fmt: skip
-
-
 def shares(frame: pl.DataFrame) -> pl.DataFrame:
     beyond = {b: pl.col(b) >= pl.col("cut") for b in ("own", "adjusted")}
     beyond["both"] = beyond["own"] & beyond["adjusted"]
-    order = {"< 1%": 0, "1-3%": 1, "3-6%": 2, ">= 6%": 3}
+    order = {
+        f"sitting noise {b}": i for i, b in enumerate(("< 1%", "1-3%", "3-6%", ">= 6%", "unknown"))
+    }
     return (
-        frame.with_columns(band())
+        frame.with_columns(sitting_bins("sitting_sigma").alias("sitting noise"))
         .group_by("sitting noise")
         .agg(pl.len().alias("n"), *(beyond[b].mean().alias(b) for b in BASES))
         .sort(pl.col("sitting noise").replace_strict(order))

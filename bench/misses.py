@@ -313,7 +313,7 @@ def by_sitting(errors: pl.DataFrame) -> pl.DataFrame:
     """:func:`errors` by the finding's sitting noise: a standard error that is right has a
     robust sd of ``z_error`` near 1 and about 0.3% of units beyond 3 (normal tails)."""
     return (
-        errors.group_by(_sitting_bins().alias("by"))
+        errors.group_by(sitting_bins().alias("by"))
         .agg(
             pl.len(),
             pl.col("change_se").median(),
@@ -325,8 +325,9 @@ def by_sitting(errors: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _sitting_bins() -> pl.Expr:
-    sitting = pl.col("sitting_noise")
+def sitting_bins(column: str = "sitting_noise") -> pl.Expr:
+    """The bands of sitting noise the tables group by (``bench/lone_tails.py`` too)."""
+    sitting = pl.col(column)
     return (
         pl.when(sitting < 0.01).then(pl.lit("sitting noise < 1%"))
         .when(sitting < 0.03).then(pl.lit("sitting noise 1-3%"))
@@ -339,7 +340,7 @@ def _sitting_bins() -> pl.Expr:
 def recall(every: pl.DataFrame) -> list[tuple[str, ...]]:
     """Found and missed by kind, same label, and the sitting noise kiana measured for the
     finding (normal-equivalent sigma, state factor included)."""
-    bins = _sitting_bins()
+    bins = sitting_bins()
     same = pl.when(pl.col("same_label")).then(pl.lit("same label")).otherwise(pl.lit("new label"))
     rows: list[tuple[str, ...]] = []
     for expr in (pl.col("kind"), same, bins):
