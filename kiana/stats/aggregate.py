@@ -17,7 +17,7 @@ import polars as pl
 from kiana.stats.controls import control_moved
 from kiana.stats.nullfit import GRID, equivalent_factor
 from kiana.stats.options import JudgeOptions
-from kiana.stats.pooling import KEYS, deviation, lone, lone_cut, pool
+from kiana.stats.pooling import KEYS, deviation, lone_beyond, lone_cut, pool
 from kiana.vocabulary import source_rank
 
 
@@ -190,22 +190,34 @@ def _noisy_control(own: pl.Expr, own_dev: pl.Expr, options: JudgeOptions) -> pl.
 def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     """One row per finding (module docstring)."""
     frame = _lone_noise(_basis_columns(steps), options)
-    dev, dev_se, _ = deviation(pl.col("_y"), pl.col("_s_lone"))
+    # Each deviation once, in columns: polars evaluates an expression wherever it appears.
+    deviations = {"_adj": (pl.col("_y"), pl.col("_s_lone")),
+                  "_own": (pl.col("log_ratio"), _deep(pl.col("wnoise")))}  # fmt: skip
+    frame = frame.with_columns(
+        expr.alias(f"{basis}_{part}")
+        for basis, (y, s) in deviations.items()
+        for expr, part in zip(deviation(y, s), ("dev", "se", "k"), strict=True)
+    )
+    sep, threshold = options.separation, options.threshold
+    own_dev, own_se = pl.col("_own_dev"), pl.col("_own_se")
     # Against a control, a workload is lone only when the provider's own step is too: a
     # control that moved alone in one workload is not a change of the subject's.
-    own = lone(pl.col("log_ratio"), _deep(pl.col("wnoise")), options.separation, options.threshold)
-    own_dev, own_se, _ = deviation(pl.col("log_ratio"), _deep(pl.col("wnoise")))
-    adjusted = lone(pl.col("_y"), pl.col("_s_lone"), options.separation, options.threshold)
+    own = lone_beyond(pl.col("log_ratio"), own_dev, own_se, pl.col("_own_k"), sep, threshold)
+    adjusted = lone_beyond(pl.col("_y"), pl.col("_adj_dev"), pl.col("_adj_se"),
+                           pl.col("_adj_k"), sep, threshold)  # fmt: skip
     against_control = adjusted & (~pl.col("_has_adj") | own)
-    # Lone on its own step alone: the control was too noisy to adjust by.
-    on_own = ~against_control & _noisy_control(own, own_dev, options)
     frame = frame.with_columns(
-        (against_control | on_own).alias("_lone"),
-        pl.when(on_own).then(own_dev).otherwise(dev).alias("_dev"),
-        pl.when(on_own).then(own_se).otherwise(dev_se).alias("_dev_se"),
-        on_own.alias("_noisy_control"),
-        pl.col("sitting_sigma").pow(2).alias("_raw_offset"),
+        against_control.alias("_against_control"),
+        # Lone on its own step alone: the control was too noisy to adjust by.
+        (~against_control & _noisy_control(own, own_dev, options)).alias("_noisy_control"),
     )
+    on_own = pl.col("_noisy_control")
+    frame = frame.with_columns(
+        (pl.col("_against_control") | on_own).alias("_lone"),
+        pl.when(on_own).then(own_dev).otherwise(pl.col("_adj_dev")).alias("_dev"),
+        pl.when(on_own).then(own_se).otherwise(pl.col("_adj_se")).alias("_dev_se"),
+        pl.col("sitting_sigma").pow(2).alias("_raw_offset"),
+    ).drop("_against_control", *(f"{b}_{p}" for b in deviations for p in ("dev", "se", "k")))
     grouped = frame.group_by(KEYS).agg(
         pl.len().cast(pl.Int64).alias("workloads_total"),
         pl.col("from_origin").first(),

@@ -112,7 +112,15 @@ def lone(y: pl.Expr, s: pl.Expr, separation: float, threshold: float) -> pl.Expr
     rest of its sweep: its :func:`deviation` reaches :func:`lone_z` standard errors (the
     sitting offset, shared by every workload, cancels in it), both the step and its
     deviation reach the threshold, and they point the same way."""
-    dev, se, k = deviation(y, s)
+    return lone_beyond(y, *deviation(y, s), separation, threshold)
+
+
+def lone_beyond(
+    y: pl.Expr, dev: pl.Expr, se: pl.Expr, k: pl.Expr, separation: float, threshold: float
+) -> pl.Expr:
+    """:func:`lone` of a step whose :func:`deviation` (``dev``, ``se``, ``k``) a caller
+    has already computed: polars evaluates an expression each time it appears, so a
+    caller that also reads the deviation keeps it in columns and passes them here."""
     practical = math.log1p(threshold)
     big = (y.abs() >= practical) & (dev.abs() >= practical)
     beyond = (k > 1) & ((dev / se).abs() >= lone_z(k, separation))
