@@ -18,16 +18,15 @@ sittings (0, 1 or 2) pooled, so each group gets its class's factor.  Everything 
 the prior, the link, the components and the rules, is kiana's own.  The long histories
 (their own draws) keep kiana's posterior.
 
-Two thin wraps, no copy of the judge: :func:`kiana.stats.states.factor_loglik` notes the
-groups of the slice being fitted (every posterior is computed right after the
-likelihoods of its groups), :func:`kiana.stats.calfit.state_factors` the steps (for the
-groups' sessions), and :func:`kiana.stats.states.posterior` pools by class where it
-combines both kinds of samples (the posterior the decisions use).
+Thin wraps, no copy of the judge: :func:`replace_posterior` (the posterior where it
+combines both kinds of samples, the one the decisions use, pooled by class here), and
+:func:`kiana.stats.calfit.state_factors` noting the steps (for the groups' sessions).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +58,38 @@ def classes(steps: pl.DataFrame, table: pl.DataFrame) -> dict[str, int]:
     return dict(zip(known["_group"].to_list(), known["from_shifted"].to_list(), strict=True))
 
 
+#: A replacement of a slice's posterior: ``(groups, a, b, weights)`` -> the posterior
+#: (rows: groups, columns: factors), or None for kiana's own.
+Replacement = Callable[[list[str], np.ndarray, np.ndarray, np.ndarray], "np.ndarray | None"]
+
+
+def replace_posterior(replacement: Replacement) -> None:
+    """Wrap :mod:`kiana.stats.states` so that where the judge combines both kinds of
+    samples of a slice's sitting groups (``posterior(a, b, weights)``, computed right
+    after the likelihoods of those groups, which ``factor_loglik`` notes),
+    ``replacement`` gives the posterior; everywhere else, and where it gives None,
+    kiana's own (``bench/sitting_states.py`` uses it too)."""
+    factor_loglik, posterior = states.factor_loglik, states.posterior
+    noted: dict[str, pl.Series] = {}
+
+    def factor_loglik_noting(samples: pl.DataFrame, groups: pl.Series, *args: Any) -> np.ndarray:
+        noted["groups"] = groups
+        return factor_loglik(samples, groups, *args)
+
+    def posterior_replaced(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        groups = noted.get("groups")
+        if b.any() and groups is not None and groups.len() == a.shape[0]:
+            post = replacement(groups.to_list(), a, b, weights)
+            if post is not None:
+                return post
+        return posterior(a, b, weights)
+
+    states.factor_loglik, states.posterior = factor_loglik_noting, posterior_replaced
+
+
 def _wrap() -> None:
     judge_folder, state_factors = detection.judge_folder, calfit.state_factors
-    factor_loglik, posterior = states.factor_loglik, states.posterior
+    posterior = states.posterior
 
     def judge_folder_told(folder: Path) -> Any:
         NOTED["table"] = ceiling.states(int(folder.name.split("-")[1]), SWEEP_SIZE)
@@ -72,18 +100,11 @@ def _wrap() -> None:
                                    else steps, NOTED["table"])  # fmt: skip
         return state_factors(steps, *args, **kwargs)
 
-    def factor_loglik_noting(samples: pl.DataFrame, groups: pl.Series, *args: Any) -> np.ndarray:
-        NOTED["groups"] = groups
-        return factor_loglik(samples, groups, *args)
-
-    def posterior_told(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    def told(groups: list[str], a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> np.ndarray:
         post = posterior(a, b, weights)
-        groups = NOTED.get("groups")
-        if not b.any() or groups is None or groups.len() != a.shape[0]:
-            return post
-        told = np.array([NOTED["classes"].get(g, -1) for g in groups.to_list()])
+        classes_of = np.array([NOTED["classes"].get(g, -1) for g in groups])
         for value in (0, 1, 2):
-            (rows,) = np.nonzero(told == value)
+            (rows,) = np.nonzero(classes_of == value)
             if rows.size:
                 pooled = (a[rows] + b[rows]).sum(axis=0, keepdims=True)
                 post[rows] = posterior(pooled, np.zeros_like(pooled), weights)[0]
@@ -91,7 +112,7 @@ def _wrap() -> None:
 
     detection.judge_folder = judge_folder_told
     calfit.state_factors = stats_package.state_factors = state_factors_told  # type: ignore[attr-defined]
-    states.factor_loglik, states.posterior = factor_loglik_noting, posterior_told
+    replace_posterior(told)
 
 
 if __name__ == "__main__":

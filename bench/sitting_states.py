@@ -28,20 +28,17 @@ inference of those states from the data, as a prototype beside the judge, not in
   ``F``, binned back onto the grid, as the posterior the decisions use.
 
 A new session would move its predecessor's state, so judging incrementally would have to
-judge the step before it again: one reason this stays a prototype.  Wraps as
-``bench/known_states.py`` does: :func:`kiana.stats.states.factor_loglik` notes the
-groups, :func:`kiana.stats.states.posterior` is replaced where it combines both kinds of
-samples for latency.
+judge the step before it again: one reason this stays a prototype.  Wired in
+with ``bench/known_states.py``'s :func:`known_states.replace_posterior`, for latency.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import detection
 import numpy as np
-import polars as pl
+from known_states import replace_posterior
 
 from kiana.stats import states
 
@@ -50,7 +47,6 @@ SWEEPS, EM_ROUNDS = 15, 10
 LOG_F = np.log(states.FACTORS)
 #: A pair's factor for each pair of its sittings' factors (rows: from, columns: to).
 PAIR_LOG_F = 0.5 * np.log((states.FACTORS[:, None] ** 2 + states.FACTORS[None, :] ** 2) / 2.0)
-NOTED: dict[str, Any] = {}
 
 
 def _ends(groups: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
@@ -108,26 +104,16 @@ def infer(groups: list[str], loglik: np.ndarray, weights: np.ndarray) -> np.ndar
     return post
 
 
-def _wrap() -> None:
-    factor_loglik, posterior = states.factor_loglik, states.posterior
-
-    def factor_loglik_noting(samples: pl.DataFrame, groups: pl.Series, *args: Any) -> np.ndarray:
-        NOTED["groups"] = groups
-        return factor_loglik(samples, groups, *args)
-
-    def posterior_by_sitting(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        groups = NOTED.get("groups")
-        if not b.any() or groups is None or groups.len() != a.shape[0]:
-            return posterior(a, b, weights)
-        names = groups.to_list()
-        if not names or names[0].split("\x1f")[1] != "latency":
-            return posterior(a, b, weights)
-        return infer(names, a + b, weights)
-
-    states.factor_loglik, states.posterior = factor_loglik_noting, posterior_by_sitting
+def by_sitting(
+    groups: list[str], a: np.ndarray, b: np.ndarray, weights: np.ndarray
+) -> np.ndarray | None:
+    """:func:`infer` for latency sitting groups (None, kiana's own posterior, for memory)."""
+    if not groups or groups[0].split("\x1f")[1] != "latency":
+        return None
+    return infer(groups, a + b, weights)
 
 
 if __name__ == "__main__":
-    _wrap()
+    replace_posterior(by_sitting)
     sys.argv = ["detection.py", "--noise", "realistic", *sys.argv[1:]]
     detection.main()
