@@ -198,7 +198,7 @@ class Analysis:
     (:meth:`iter_steps`) or only what is shown (:meth:`steps_of`, :meth:`runs_of`)."""
 
     judged: Judged = field(repr=False)
-    findings: pl.DataFrame  #: the selected findings, with culprits
+    findings: pl.DataFrame  #: the selected findings, with culprits and sources
     options: JudgeOptions
     selection: Selection
     repo: Path | None  #: the Liger checkout culprits came from, if any
@@ -276,10 +276,12 @@ class Analysis:
         return self.judged.coverage
 
     def annotate(self, frame: pl.DataFrame, *, lists: bool = True) -> pl.DataFrame:
-        """``frame`` (findings or steps) with the culprit columns of this analysis."""
+        """``frame`` (findings or steps) with the culprit columns of this analysis and
+        each side's source (:func:`kiana.culprits.recorded.with_sources`)."""
         from kiana.culprits import annotate
+        from kiana.culprits.recorded import with_sources
 
-        return annotate(frame, self.repo, lists=lists, finder=self.finder)
+        return with_sources(annotate(frame, self.repo, lists=lists, finder=self.finder))
 
 
 def analyze(
@@ -310,6 +312,7 @@ def analyze(
     new sessions touch is judged again; ``full`` judges everything again.  A filter of
     ``selection`` that matches no run raises :class:`~kiana.errors.UsageError`."""
     from kiana.culprits import Finder, annotate
+    from kiana.culprits.recorded import with_sources
     from kiana.shards import judge_all, selectable
     from kiana.stats import JudgeOptions
 
@@ -324,7 +327,7 @@ def analyze(
     selection.check(selectable(con))
     judged = judge_all(con, options, code_changes=code_changes, full=full)
     finder = finder or Finder(git)
-    findings = annotate(selection.apply(judged.findings), git, finder=finder)
+    findings = with_sources(annotate(selection.apply(judged.findings), git, finder=finder))
     return Analysis(judged, findings, options, selection, git, finder)
 
 

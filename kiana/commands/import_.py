@@ -3,11 +3,15 @@
 ```
 kiana import liger benchmark/data/*.csv -o docs/          # one .json per row
 kiana import liger all_benchmark_data.csv --jsonl runs.jsonl.gz
-kiana import liger --git ~/Liger-Kernel [--rev v0.4.0..main] --db kiana.duckdb
+kiana import liger --git ~/Liger-Kernel [--rev v0.4.0..main] [--ref REF] --db kiana.duckdb
+kiana import liger liger-gh-pages/                         # a checkout of Liger's CI history
 ```
 Without ``-o`` or ``--jsonl`` the documents are loaded into ``--db`` (default
 ``kiana.duckdb``, the database ``kiana regressions`` and ``kiana report`` read).  A folder
-stands for the ``*.csv`` files in it (``benchmark/data/``).  With ``--git`` and a
+stands for the ``*.csv`` files in it (``benchmark/data/``), or, when it is a checkout of
+Liger's ``gh-pages`` (or its ``benchmarks`` folder), for its CI history
+(:mod:`kiana.importers.ci`).  ``--git`` also reads the CI history on ``gh-pages`` (or
+``origin/gh-pages``) and on each ``--ref``.  With ``--git`` and a
 database, the checkout is recorded in it (:func:`kiana.pipeline.remember_repository`):
 ``kiana regressions`` and ``kiana report`` then rank culprits without ``--git``.
 Rows that cannot become documents are listed (file, line, column, reason), never dropped.
@@ -21,10 +25,15 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kiana.commands.common import DEFAULT_DB, open_db
 from kiana.errors import InputError, UsageError
 from kiana.safe import terminal
+
+if TYPE_CHECKING:
+    from kiana.importers.ci import CiRows
+    from kiana.importers.liger import ImportResult
 
 #: The --db given when none is (compared by identity: the user may name the same file).
 _DEFAULT = Path(DEFAULT_DB)
@@ -49,6 +58,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     liger.add_argument(
         "--rev", metavar="RANGE", help="with --git: the revisions to walk (default HEAD)"
     )
+    liger.add_argument(
+        "--ref", action="append", default=[], metavar="REF",
+        help="with --git: a ref holding Liger's CI history, benchmarks/<commit>/benchmark.csv "
+        "(repeatable; default gh-pages or origin/gh-pages, when there is one)",
+    )  # fmt: skip
     out = liger.add_mutually_exclusive_group()
     out.add_argument("-o", "--out", type=Path, metavar="DIR", help="one .json file per document")
     out.add_argument(
@@ -61,11 +75,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def csv_files(paths: list[Path]) -> list[Path]:
-    """The CSV files of ``paths``: a folder stands for the ``*.csv`` files in it."""
+    """The CSV files of ``paths``: a folder stands for the ``*.csv`` files in it (a
+    checkout of Liger's CI history: for none, :func:`import_paths` reads it)."""
+    from kiana.importers.ci import ci_folder
+
     files: list[Path] = []
     for path in paths:
         if not path.is_dir():
             files.append(path)
+            continue
+        if ci_folder(path) is not None:
             continue
         found = sorted(path.glob("*.csv"))
         if not found:
@@ -78,13 +97,40 @@ def csv_files(paths: list[Path]) -> list[Path]:
     return files
 
 
+def ci_line(history: CiRows | None) -> str:
+    """What was read of Liger's CI history, one line."""
+    if history is None:
+        return "CI history: no gh-pages ref (--ref REF names one)"
+    where = f" on {', '.join(history.refs)}" if history.refs else ""
+    return (
+        f"CI history{where}: {history.files} file versions, {history.folders} measured "
+        f"folders, {history.commits} measured commits ({history.resolved} resolved to a full "
+        f"sha), {history.rows_seen} rows seen, {history.unique_rows} distinct rows"
+    )
+
+
+def import_paths(paths: list[Path]) -> tuple[ImportResult, list[str]]:
+    """CSV files, folders of them and checkouts of Liger's CI history, as one import."""
+    from kiana.importers.ci import ci_folder, from_dir
+    from kiana.importers.liger import convert_rows, csv_rows
+
+    histories = [from_dir(path) for path in paths if path.is_dir() and ci_folder(path)]
+    files = csv_files(paths)
+    rows = [*csv_rows(files), *(row for h in histories for row in h.rows)]
+    result = convert_rows(rows, sources=[str(p) for p in paths])
+    return result, [ci_line(h) for h in histories]
+
+
 def run(args: argparse.Namespace) -> int:
     from kiana.importers import output
     from kiana.importers.git import import_git
-    from kiana.importers.liger import import_csvs
 
     if args.rev and not args.git:
         raise UsageError("--rev needs --git REPO", hint="kiana import liger --git DIR --rev A..B")
+    if args.ref and not args.git:
+        raise UsageError(
+            "--ref needs --git REPO", hint="kiana import liger --git DIR --ref origin/gh-pages"
+        )
     if args.git and args.csv:
         raise UsageError(
             "give either CSV files or --git REPO, not both",
@@ -97,18 +143,20 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     lines: list[str] = []
     if args.git:
-        history = import_git(args.git, args.rev)
+        history = import_git(args.git, args.rev, args.ref)
         result = history.result
         lines.append(
             f"git: {history.commits} commits, {history.file_versions} CSV versions, "
             f"{history.rows_seen} rows seen, {history.unique_rows} distinct rows"
         )
+        lines.append(ci_line(history.ci))
         lines.append(
             f"liger versions recovered: {len(history.liger_versions)} "
             f"({', '.join(history.liger_versions) or 'none'})"
         )
     else:
-        result = import_csvs(csv_files(args.csv))
+        result, ci_lines = import_paths(args.csv)
+        lines += ci_lines
     documents = result.documents
     if args.out:
         written = output.write_files(documents, args.out)

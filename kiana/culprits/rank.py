@@ -18,6 +18,12 @@ change, so the ranking is:
    later session); only the recording commit may be later, and it keeps its place.
    A commit whose date is unknown (out of range) keeps its kind.
 
+A session of Liger's CI history (:mod:`kiana.importers.ci`) has for origin the commit
+it *measured*, exactly: the window of a CI step is the first-parent commits between its
+two measured commits, ``(FROM, TO]`` (``git log --first-parent FROM..TO``, the later
+measured commit included, never a date window), and rule 1 does not apply (its rows
+were committed to ``gh-pages``, not with the code): every commit ranks by rules 2-3.
+
 The kernel's files are :mod:`kiana.culprits.layout`'s rule.  Each culprit is a dict:
 ``commit`` (full sha), ``subject``, ``pr`` (the number in ``(#123)``, or null), ``date``
 (committer date, ISO 8601 UTC), ``files`` (the kernel's files it touched), ``role``.
@@ -44,6 +50,7 @@ import polars as pl
 
 from kiana.culprits import history, layout
 from kiana.culprits.layout import KernelFiles
+from kiana.culprits.recorded import CI, source_of
 
 #: How long after the later session its rows may land in a commit (the hint's window).
 SLACK = timedelta(days=14)
@@ -52,7 +59,9 @@ SLACK = timedelta(days=14)
 LATE = timedelta(days=1)
 LATE_ROLE = "late"
 
-_ORIGIN = re.compile(r"^([0-9a-f]{40}):(.+)$")
+#: ``<commit>:<csv>``: a full sha, or the abbreviation a CI folder names (a CI history
+#: imported from a checkout without a repository: git reads it in the repository).
+_ORIGIN = re.compile(r"^([0-9a-f]{7,40}):(.+)$")
 
 CULPRIT_DTYPE = pl.List(
     pl.Struct(
@@ -76,9 +85,16 @@ CULPRIT_COLUMNS: tuple[str, ...] = (
 
 
 def origin_commit(origin: object) -> str | None:
-    """The full sha of ``<sha>:<path>``; None for an origin without a commit."""
+    """The sha of ``<sha>:<path>``; None for an origin without a commit."""
     match = _ORIGIN.match(origin) if isinstance(origin, str) else None
     return match.group(1) if match else None
+
+
+def recording_commit(origin: object) -> str | None:
+    """The commit that recorded a session's rows with the code (rule 1): the origin's
+    commit, except for Liger's CI history, whose commit is the code it measured and
+    whose rows were recorded elsewhere (the ``gh-pages`` branch): None there."""
+    return None if source_of(origin) == CI else origin_commit(origin)
 
 
 def kernel_files_at(repo: Path | None, kernel: str, commit: str | None) -> KernelFiles:
@@ -221,8 +237,11 @@ class Finder:
         kernel = str(row.get("kernel") or "")
         if not row.get("is_subject") or not kernel:
             return dict.fromkeys(CULPRIT_COLUMNS)
-        recorded = origin_commit(row.get("to_origin"))
-        start, end = self.span or (origin_commit(row.get("from_origin")), recorded)
+        recorded = recording_commit(row.get("to_origin"))
+        start, end = self.span or (
+            origin_commit(row.get("from_origin")),
+            origin_commit(row.get("to_origin")),
+        )
         since, until = _window(row)
         culprits = None
         measured = row.get("to_observed_at")

@@ -30,13 +30,14 @@ shallow clone imports with a warning: rows older than its cut are missing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from kiana.errors import InputError
+from kiana.importers.ci import CiRows
 from kiana.importers.gitread import (
     MODE_NAMES,
     REGULAR_MODES,
@@ -89,13 +90,15 @@ class GitImportResult:
     rows_seen: int
     unique_rows: int
     liger_versions: tuple[str, ...]
+    #: Liger's CI history read on ``gh-pages`` and ``--ref`` (None: no such ref).
+    ci: CiRows | None = None
 
 
 def touched_files(
-    repo: Path, rev: str | None = None
+    repo: Path, rev: str | None = None, pathspec: str = PATHSPEC
 ) -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """(commit, [(CSV path, mode, blob)] it added or changed), oldest commit first; read
-    NUL-separated (``-z``), so any file name is read as it is."""
+    """(commit, [(path, mode, blob)] it added or changed under ``pathspec``), oldest
+    commit first; read NUL-separated (``-z``), so any file name is read as it is."""
     if not repo.is_dir():
         raise InputError(f"{terminal(repo)}: not a directory", hint="pass a Liger-Kernel checkout")
     if rev is not None and rev.startswith("-"):
@@ -115,7 +118,7 @@ def touched_files(
         "--diff-merges=first-parent",
         rev or "HEAD",
         "--",
-        PATHSPEC,
+        pathspec,
     )
     commits = []
     for commit, changes in parse_raw(out):
@@ -180,8 +183,11 @@ def _version_key(version: str) -> tuple[int, Version | str]:
         return (1, version)
 
 
-def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
-    """The union of every row ever recorded in ``benchmark/data/*.csv`` -> documents."""
+def _data_rows(
+    repo: Path, rev: str | None
+) -> tuple[list[Row | Skipped], set[str], int, int, int, list[NotLigerCsvError]]:
+    """The distinct rows of every version of ``benchmark/data/*.csv`` (oldest kept), and
+    the commits, file versions, rows seen and distinct rows read, and the foreign CSVs."""
     seen: set[tuple[tuple[str, str], ...]] = set()
     rows: list[Row | Skipped] = []
     commits: set[str] = set()
@@ -210,18 +216,31 @@ def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
         except NotLigerCsvError as exc:
             foreign.append(exc)
             rows.append(Skipped(source, 1, None, exc.message.removeprefix(f"{source}: ")))
-    if files == 0 and (rev is None or not _ever_had_csvs(repo)):
+    return rows, commits, files, rows_seen, len(seen), foreign
+
+
+def import_git(repo: Path, rev: str | None = None, refs: Sequence[str] = ()) -> GitImportResult:
+    """The union of every row ever recorded in ``benchmark/data/*.csv`` and, on
+    ``gh-pages`` and ``refs``, in Liger's CI history (:mod:`kiana.importers.ci`) ->
+    documents."""
+    from kiana.importers import ci
+
+    rows, commits, files, rows_seen, unique, foreign = _data_rows(repo, rev)
+    history = ci.from_git(repo, refs)
+    ci_files = history.files if history is not None else 0
+    if files == 0 and ci_files == 0 and (rev is None or not _ever_had_csvs(repo)):
         raise InputError(
             f"{repo}: no Liger CSVs: no commit of {rev or 'HEAD'} adds or changes {PATHSPEC}",
             hint=_NO_CSV_HINT,
         )
-    if foreign and len(foreign) == files:
+    if foreign and len(foreign) == files and ci_files == 0:
         raise InputError(
             f"{repo}: no Liger CSVs: none of the {files} version(s) of {PATHSPEC} read "
             f"has Liger's columns (first: {foreign[0].message})",
             hint=_NO_CSV_HINT,
         )
-    result = convert_rows(rows, sources=[str(repo)])
+    every = rows if history is None else [*rows, *history.rows]
+    result = convert_rows(every, sources=[str(repo)])
     shallow = shallow_warning(repo)
     if shallow is not None:
         result = replace(result, warnings=(*result.warnings, shallow))
@@ -234,6 +253,7 @@ def import_git(repo: Path, rev: str | None = None) -> GitImportResult:
         commits=len(commits),
         file_versions=files,
         rows_seen=rows_seen,
-        unique_rows=len(seen),
+        unique_rows=unique,
         liger_versions=tuple(versions),
+        ci=history,
     )

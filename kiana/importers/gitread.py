@@ -189,3 +189,32 @@ def read_blobs(repo: Path, blobs: Iterable[str], limit: int) -> dict[str, str | 
     """The text of each blob (None: missing or larger than ``limit``)."""
     with Blobs(repo, limit) as reader:
         return {blob: reader.read(blob) for blob in dict.fromkeys(blobs)}
+
+
+def resolve_commits(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
+    """The full sha of each commit name (an abbreviated or full sha, as Liger's CI
+    folders write them) through one ``git cat-file --batch-check`` (None: the repository
+    holds no such commit, or the abbreviation is ambiguous).  Callers pass hexadecimal
+    names only (nothing git could read as an option or a path)."""
+    wanted = list(dict.fromkeys(names))
+    if not wanted:
+        return {}
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "cat-file", "--batch-check"],
+            input="".join(f"{name}^{{commit}}\n" for name in wanted),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            check=False,
+        )
+    except FileNotFoundError:
+        raise InputError("git is not installed", hint="install git") from None
+    lines = done.stdout.splitlines()
+    found: dict[str, str | None] = dict.fromkeys(wanted)
+    for name, line in zip(wanted, lines, strict=False):
+        fields = line.split()
+        if len(fields) == 3 and fields[1] == "commit" and len(fields[0]) == 40:
+            found[name] = fields[0]
+    return found

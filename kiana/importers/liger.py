@@ -322,11 +322,12 @@ def read_csv_file(path: Path) -> str:
         ) from None
 
 
+def csv_rows(paths: Sequence[Path]) -> Iterator[Row | Skipped]:
+    """Every record of the given CSV files, file by file."""
+    for path in paths:
+        yield from read_rows(read_csv_file(path), str(path), csv_name=path.name)
+
+
 def import_csvs(paths: Sequence[Path]) -> ImportResult:
     """Every row of the given CSV files -> documents (or skipped, with a reason)."""
-
-    def rows() -> Iterator[Row | Skipped]:
-        for path in paths:
-            yield from read_rows(read_csv_file(path), str(path), csv_name=path.name)
-
-    return convert_rows(rows(), sources=[str(p) for p in paths])
+    return convert_rows(csv_rows(paths), sources=[str(p) for p in paths])
