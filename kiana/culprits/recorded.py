@@ -64,6 +64,18 @@ def source_of(origin: object) -> str | None:
     return DATA if commit else FILE
 
 
+def ci_folder_of(origin: object) -> str | None:
+    """The CI folder (``7644a0f-v0.7.0``) of a session of Liger's CI history; None for
+    any other origin.
+
+    >>> ci_folder_of("7644a0fc:benchmarks/7644a0f-v0.7.0/benchmark.csv")
+    '7644a0f-v0.7.0'
+    """
+    if source_of(origin) != CI:
+        return None
+    return str(origin).rsplit("/", 2)[-2]
+
+
 def source_expr(origin: pl.Expr) -> pl.Expr:
     """:func:`source_of` as an expression (null origin: null)."""
     has_commit = origin.str.contains(_COMMIT)

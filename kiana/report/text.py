@@ -91,14 +91,18 @@ def _day(value: object) -> str | None:
 
 def step_label(row: Mapping[str, Any]) -> str:
     """``0.5.0 → 0.6.0``; with sessions, each side's date too:
-    ``0.8.0 (2026-06-16) → 0.8.0 (2026-07-05)``."""
+    ``0.8.0 (2026-06-16) → 0.8.0 (2026-07-05)``; a session of Liger's CI history also
+    its folder, the commit measured: ``0.7.0 (2026-01-30, CI 7644a0f-v0.7.0)``."""
+    from kiana.culprits.recorded import ci_folder_of
 
     def side(prefix: str) -> str:
         version = row.get(f"{prefix}_version")
         if f"{prefix}_session" not in row:
             return str(version)
         day = _day(row[f"{prefix}_session"]) or _day(row.get(f"{prefix}_observed_at"))
-        return f"{version} ({day})" if day else str(version)
+        folder = ci_folder_of(row.get(f"{prefix}_origin"))
+        tag = ", ".join(t for t in (day, folder and f"CI {folder}") if t)
+        return f"{version} ({tag})" if tag else str(version)
 
     return f"{side('from')} → {side('to')}"
 

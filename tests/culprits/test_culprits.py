@@ -351,3 +351,53 @@ def test_merged_pull_request_ranks_its_recording_commit_then_the_merges(tmp_path
     ranked = Finder(repo.path).lookup("rms_norm", base, merge, None)
     assert ranked is not None
     assert [(c["commit"], c["pr"]) for c in ranked] == [(merge, 12), (other, None)]
+
+
+def ci_history(repo: LigerRepo, runs: dict[str, str]) -> None:
+    """A ``gh-pages`` branch holding ``benchmarks/<folder>/benchmark.csv`` (``runs``:
+    folder -> CSV text), as Liger's CI publishes it; back on main after."""
+    repo.git("checkout", "-q", "--orphan", "gh-pages")
+    repo.git("rm", "-rqf", ".")
+    repo.commit({f"benchmarks/{folder}/benchmark.csv": t for folder, t in runs.items()}, "ci")
+    repo.git("checkout", "-q", "main")
+
+
+def test_ci_step_culprits_are_the_first_parent_commits_between_its_measured_commits(
+    tmp_path: Path,
+) -> None:
+    """Two CI runs measure A and B: the culprits are exactly the first-parent commits of
+    (A, B] touching rms_norm (B itself, a merge but not its branch's own commit, a
+    plain commit, a benchmark script), by kind then newest; not the commits before A or
+    after B, nor swiglu's.  No ``recorded`` role: a CI run measured B, it did not
+    commit its rows with it."""
+    repo = LigerRepo(tmp_path / "Liger-Kernel")
+    repo.commit({f"{OPS}/rms_norm.py": "# v0\n", f"{OPS}/swiglu.py": "# v0\n"}, "before A")
+    a = repo.commit({"README.md": "a\n"}, "A (#1)")
+    c1 = repo.commit({f"{OPS}/rms_norm.py": "# v1\n"}, "rms_norm tiling (#2)")
+    repo.commit({f"{OPS}/swiglu.py": "# v1\n"}, "swiglu (#3)")
+    repo.git("checkout", "-q", "-b", "side")
+    side = repo.commit({f"{OPS}/rms_norm.py": "# v2\n"}, "side: rms_norm")
+    repo.git("checkout", "-q", "main")
+    repo.clock += 3600
+    when = {"GIT_AUTHOR_DATE": f"@{repo.clock} +0000", "GIT_COMMITTER_DATE": f"@{repo.clock} +0000"}
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge pull request #4 from x/side", "side", env=when)
+    merge = repo.git("rev-parse", "HEAD")
+    c3 = repo.commit({"benchmark/scripts/benchmark_rms_norm.py": "# b\n"}, "bench (#5)")
+    b = repo.commit({"src/liger_kernel/transformers/rms_norm.py": "# w\n"}, "B (#6)")
+    repo.commit({f"{OPS}/rms_norm.py": "# v3\n"}, "after B (#7)")
+    ci_history(repo, {
+        a[:7]: csv_text(rows("rms_norm", "0.6.0", "2025-01-01 00:00:00")),
+        b[:7]: csv_text(rows("rms_norm", "0.6.0", "2025-01-08 00:00:00", liger=1.3)),
+    })  # fmt: skip
+    con = kiana.connect()
+    kiana.load.load_documents(con, import_git(repo.path).result.documents)
+    findings = annotate(judge(judged_runs(con)).findings, repo.path)
+    liger = liger_row(findings)
+    assert liger["verdict"] == "regression"
+    assert (origin_commit(liger["from_origin"]), origin_commit(liger["to_origin"])) == (a, b)
+    found = [(c["commit"], c["role"]) for c in liger["culprits"]]
+    assert found == [(b, SOURCE), (merge, SOURCE), (c1, SOURCE), (c3, BENCHMARK)]
+    assert side not in {c for c, _ in found}
+    assert liger["culprits_command"].startswith(
+        f"git log --first-parent --name-only {a[:12]}..{b[:12]} --"
+    )
