@@ -189,7 +189,26 @@ def _shared() -> Path:
     return SHARED
 
 
-def test_shared_ci_history_reads_every_folder() -> None:
+def test_shared_ci_history_has_a_file_per_measured_commit() -> None:
+    """Every folder of ../shared/liger-ci is read, none refused: the 34 folders
+    commits.txt lists (four of them release runs) and 53a37a5, which it does not."""
+    files = list(ci.dir_files(_shared()))
+    assert len(files) == 35 and not [f for f in files if f.refused]
+    found = [ci.measured(f.path) for f in files]
+    listed = set((_shared() / "commits.txt").read_text().split())
+    assert {m.folder for m in found if m} == listed | {"53a37a5"}
+    assert len({m.commit for m in found if m}) == 33
+    assert sorted(m.release for m in found if m and m.release) == [
+        "0.6.3",
+        "0.6.4",
+        "0.6.5",
+        "0.7.0",
+    ]
+    assert sum(f.text.count("\n") - 1 for f in files) == 77_648
+
+
+@pytest.mark.heavy
+def test_shared_ci_history_reads_every_row() -> None:
     history = ci.from_dir(_shared())
     assert (history.files, history.folders, history.commits) == (35, 35, 33)
     assert history.unique_rows == history.rows_seen == 77_648
