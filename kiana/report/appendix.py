@@ -97,7 +97,35 @@ def _not_judged_table(frame: pl.DataFrame, limit: int) -> Html:
     return Html(f'<div class="scroll">{body}</div>{cap}')
 
 
-def provenance(data: ReportData) -> Html:
+def sources_table(findings: pl.DataFrame) -> Html:
+    """The sessions of the findings shown, by source (Liger's CI history,
+    ``benchmark/data`` in git, CSV files, other documents: :mod:`kiana.culprits.recorded`),
+    with the CI folders (the commits measured) they hold."""
+    from kiana.culprits.recorded import SOURCE_TITLES, SOURCES, ci_folder_of, source_of
+
+    sides: dict[str | None, set[tuple[object, object]]] = {}
+    for row in findings.iter_rows(named=True):
+        for side in ("from", "to"):
+            origin = row.get(f"{side}_origin")
+            sides.setdefault(source_of(origin), set()).add((origin, row.get(f"{side}_session")))
+    titles: dict[str | None, str] = {None: "other documents (no Liger labels)"}
+    titles.update(SOURCE_TITLES)
+    body = table(
+        (Column("source"), Column("what it is"), Column("sessions", "right"),
+         Column("measured commits (CI folders)")),
+        ([source or "–", titles[source], len(sides[source]),
+          ", ".join(sorted({str(ci_folder_of(o)) for o, _ in sides[source] if ci_folder_of(o)}))]
+         for source in (*SOURCES, None) if source in sides),
+        empty="no finding shown",
+    )  # fmt: skip
+    return Html(
+        "<h3>Sources of the sessions of the findings shown</h3>"
+        f"{note('A session of Liger CI history is marked CI <folder> beside its date.')}"
+        f'<div class="scroll">{body}</div>'
+    )
+
+
+def provenance(data: ReportData, findings: pl.DataFrame | None = None) -> Html:
     options = data.options
     items: list[tuple[str, object]] = [
         ("kiana version", __version__),
@@ -114,4 +142,5 @@ def provenance(data: ReportData) -> Html:
           r["loaded"], r["already_present"], r["rejected"], r["warned"]]
          for r in data.quality.loads.iter_rows(named=True)),
     )  # fmt: skip
-    return Html(f"{definition_list(items)}<h3>Loads</h3>{loads}")
+    sources = sources_table(findings) if findings is not None else Html("")
+    return Html(f"{definition_list(items)}<h3>Loads</h3>{loads}{sources}")

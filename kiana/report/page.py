@@ -353,7 +353,7 @@ def render(data: ReportData) -> str:
          "Peak memory (MB), judged apart from latency: change is the relative change of the "
          "median peak memory (+ = more memory)."),
         ("quality", lambda: quality_section(g, data.quality, rows), None),
-        ("provenance", lambda: provenance(data), None),
+        ("provenance", lambda: provenance(data, g.listing.rows()), None),
     ]  # fmt: skip
     titles = dict(SECTIONS)
     body = join(*(section(key, titles[key], build(), intro) for key, build, intro in sections))

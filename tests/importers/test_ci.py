@@ -237,3 +237,29 @@ def test_fetched_liger_repository_names_the_measured_commit_of_every_ci_run() ->
         and r.commit.startswith(r.csv.split("/")[1].split("-")[0])
         for r in rows
     )  # fmt: skip
+
+
+def test_report_and_cli_name_each_session_source() -> None:
+    import polars as pl
+
+    from kiana.culprits.recorded import with_sources
+    from kiana.report.appendix import sources_table
+    from kiana.report.text import step_label
+
+    sha = "7644a0fc696d9d191e37e71d093fc24bf6af861b"
+    findings = with_sources(pl.DataFrame({
+        "from_origin": [f"{sha}:benchmark/data/all_benchmark_data.csv", "x.csv"],
+        "to_origin": [f"{sha}:benchmarks/7644a0f-v0.7.0/benchmark.csv", None],
+        "from_session": ["2026-01-23T00:00:00Z", "2026-01-01T00:00:00Z"],
+        "to_session": ["2026-01-30T00:00:00Z", "2026-01-02T00:00:00Z"],
+        "from_version": ["0.6.5", "0.6.5"], "to_version": ["0.7.0", "0.7.0"],
+    }))  # fmt: skip
+    assert findings.select("from_source", "to_source").rows() == [
+        ("benchmark/data", "liger-ci"),
+        ("file", None),
+    ]
+    first = findings.row(0, named=True)
+    assert step_label(first) == "0.6.5 (2026-01-23) → 0.7.0 (2026-01-30, CI 7644a0f-v0.7.0)"
+    html = sources_table(findings).markup
+    for text in ("liger-ci", "benchmark/data", "file", "7644a0f-v0.7.0", "no Liger labels"):
+        assert text in html
