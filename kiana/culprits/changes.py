@@ -40,7 +40,9 @@ _IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)", re.
 
 def script(kernel: str) -> str | None:
     """The benchmark script of ``kernel``; None for a name that cannot name a file."""
-    return f"{SCRIPTS}/benchmark_{kernel}.py" if layout.patterns(kernel) else None
+    if not layout.patterns(kernel):
+        return None
+    return f"{SCRIPTS}/benchmark_{layout.base_kernel(kernel)}.py"
 
 
 def imported_modules(text: str, tree: frozenset[str]) -> list[str]:

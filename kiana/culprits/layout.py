@@ -17,6 +17,10 @@ A finding names a kernel as Liger's benchmarks do (``kernel_name``: ``rms_norm``
 
 ``*`` stays inside one directory.  Without a repository only the patterns of 1-3 and 5
 are known (the imports need the source): they are what the ``git log`` hint lists.
+
+Liger's CI history names a kernel benchmarked in variants ``<kernel>_<param>=<value>``
+(``dyt_beta=True``, read as ``dyt_beta=true``): its files are ``<kernel>``'s
+(:func:`base_kernel`).
 """
 
 from __future__ import annotations
@@ -35,9 +39,23 @@ _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+(liger_kernel(?:\.\w+)*)", re.M)
 
 
+_VARIANT = re.compile(r"^(?P<kernel>[A-Za-z0-9_.-]+?)_[A-Za-z0-9]+=[A-Za-z0-9.]+$")
+
+
+def base_kernel(kernel: str) -> str:
+    """The kernel a CI variant name benchmarks (module docstring); any other name as is.
+
+    >>> base_kernel("dyt_beta=true"), base_kernel("rms_norm")
+    ('dyt', 'rms_norm')
+    """
+    match = _VARIANT.match(kernel)
+    return match["kernel"] if match else kernel
+
+
 def patterns(kernel: str) -> list[tuple[str, str]]:
     """(pattern, kind) of a kernel's files (rules 1-3 and 5 of the module docstring);
     none for a name that is not a plain identifier (it cannot name a Liger file)."""
+    kernel = base_kernel(kernel)
     if not _SAFE_KERNEL.match(kernel) or kernel.startswith("."):
         return []
     root = "src/liger_kernel"
@@ -53,6 +71,7 @@ def primary_modules(kernel: str) -> list[str]:
     """The modules whose imports count (rule 4)."""
     if not patterns(kernel):
         return []
+    kernel = base_kernel(kernel)
     return [f"src/liger_kernel/ops/{kernel}.py", f"src/liger_kernel/chunked_loss/{kernel}.py"]
 
 

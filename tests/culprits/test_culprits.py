@@ -401,3 +401,11 @@ def test_ci_step_culprits_are_the_first_parent_commits_between_its_measured_comm
     assert liger["culprits_command"].startswith(
         f"git log --first-parent --name-only {a[:12]}..{b[:12]} --"
     )
+
+
+def test_a_ci_variant_name_has_its_kernels_files() -> None:
+    """Liger's CI names dyt's two variants ``dyt_beta=True``/``False``: dyt's files."""
+    files = kernel_files("dyt_beta=true")
+    assert files.kind("src/liger_kernel/ops/dyt.py") == SOURCE
+    assert files.kind("benchmark/scripts/benchmark_dyt.py") == BENCHMARK
+    assert kernel_files("x_a=b/../c").patterns == ()
