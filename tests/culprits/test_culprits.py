@@ -22,7 +22,9 @@ from kiana.culprits import Finder, annotate, provenance
 from kiana.culprits.history import Commit, pr_number
 from kiana.culprits.layout import BENCHMARK, IMPORTED, SOURCE, imported_files, kernel_files
 from kiana.culprits.rank import origin_commit, rank
+from kiana.importers import ci
 from kiana.importers.git import import_git
+from kiana.importers.liger import convert_rows
 from kiana.importers.rows import COLUMNS
 from kiana.load.judged import judged_runs
 from kiana.stats import Judgement, judge
@@ -362,45 +364,73 @@ def ci_history(repo: LigerRepo, runs: dict[str, str]) -> None:
     repo.git("checkout", "-q", "main")
 
 
-def test_ci_step_culprits_are_the_first_parent_commits_between_its_measured_commits(
-    tmp_path: Path,
-) -> None:
-    """Two CI runs measure A and B: the culprits are exactly the first-parent commits of
-    (A, B] touching rms_norm (B itself, a merge but not its branch's own commit, a
-    plain commit, a benchmark script), by kind then newest; not the commits before A or
-    after B, nor swiglu's.  No ``recorded`` role: a CI run measured B, it did not
-    commit its rows with it."""
-    repo = LigerRepo(tmp_path / "Liger-Kernel")
+def ci_repo(path: Path) -> tuple[LigerRepo, dict[str, str]]:
+    """Two CI runs measure A and B (rms_norm 30% slower at B); between them on main a
+    change to rms_norm, one to swiglu, a merged branch changing rms_norm, its benchmark
+    script, and B itself changing its wrapper; rms_norm changes before A and after B."""
+    repo = LigerRepo(path)
+    shas: dict[str, str] = {}
     repo.commit({f"{OPS}/rms_norm.py": "# v0\n", f"{OPS}/swiglu.py": "# v0\n"}, "before A")
-    a = repo.commit({"README.md": "a\n"}, "A (#1)")
-    c1 = repo.commit({f"{OPS}/rms_norm.py": "# v1\n"}, "rms_norm tiling (#2)")
+    shas["a"] = repo.commit({"README.md": "a\n"}, "A (#1)")
+    shas["c1"] = repo.commit({f"{OPS}/rms_norm.py": "# v1\n"}, "rms_norm tiling (#2)")
     repo.commit({f"{OPS}/swiglu.py": "# v1\n"}, "swiglu (#3)")
     repo.git("checkout", "-q", "-b", "side")
-    side = repo.commit({f"{OPS}/rms_norm.py": "# v2\n"}, "side: rms_norm")
+    shas["side"] = repo.commit({f"{OPS}/rms_norm.py": "# v2\n"}, "side: rms_norm")
     repo.git("checkout", "-q", "main")
     repo.clock += 3600
     when = {"GIT_AUTHOR_DATE": f"@{repo.clock} +0000", "GIT_COMMITTER_DATE": f"@{repo.clock} +0000"}
     repo.git("merge", "-q", "--no-ff", "-m", "Merge pull request #4 from x/side", "side", env=when)
-    merge = repo.git("rev-parse", "HEAD")
-    c3 = repo.commit({"benchmark/scripts/benchmark_rms_norm.py": "# b\n"}, "bench (#5)")
-    b = repo.commit({"src/liger_kernel/transformers/rms_norm.py": "# w\n"}, "B (#6)")
+    shas["merge"] = repo.git("rev-parse", "HEAD")
+    shas["c3"] = repo.commit({"benchmark/scripts/benchmark_rms_norm.py": "# b\n"}, "bench (#5)")
+    shas["b"] = repo.commit({"src/liger_kernel/transformers/rms_norm.py": "# w\n"}, "B (#6)")
     repo.commit({f"{OPS}/rms_norm.py": "# v3\n"}, "after B (#7)")
     ci_history(repo, {
-        a[:7]: csv_text(rows("rms_norm", "0.6.0", "2025-01-01 00:00:00")),
-        b[:7]: csv_text(rows("rms_norm", "0.6.0", "2025-01-08 00:00:00", liger=1.3)),
+        shas["a"][:7]: csv_text(rows("rms_norm", "0.6.0", "2025-01-01 00:00:00")),
+        shas["b"][:7]: csv_text(rows("rms_norm", "0.6.0", "2025-01-08 00:00:00", liger=1.3)),
     })  # fmt: skip
+    return repo, shas
+
+
+def ci_culprits(shas: dict[str, str]) -> list[tuple[str, str]]:
+    """What the culprits of :func:`ci_repo`'s step must be: (A, B] on the first-parent
+    chain touching rms_norm, by kind then newest; no ``recorded`` role."""
+    return [(shas["b"], SOURCE), (shas["merge"], SOURCE), (shas["c1"], SOURCE),
+            (shas["c3"], BENCHMARK)]  # fmt: skip
+
+
+def test_ci_step_culprits_are_the_first_parent_commits_between_its_measured_commits(
+    tmp_path: Path,
+) -> None:
+    """The culprits of a CI step are exactly the first-parent commits of (A, B] that
+    touch rms_norm (B itself, a merge but not its branch's own commit, a plain commit,
+    a benchmark script): not the commits before A or after B, nor swiglu's, and no
+    ``recorded`` role (a CI run measured B, it did not commit its rows with it)."""
+    repo, shas = ci_repo(tmp_path / "Liger-Kernel")
     con = kiana.connect()
     kiana.load.load_documents(con, import_git(repo.path).result.documents)
-    findings = annotate(judge(judged_runs(con)).findings, repo.path)
-    liger = liger_row(findings)
+    liger = liger_row(annotate(judge(judged_runs(con)).findings, repo.path))
     assert liger["verdict"] == "regression"
-    assert (origin_commit(liger["from_origin"]), origin_commit(liger["to_origin"])) == (a, b)
-    found = [(c["commit"], c["role"]) for c in liger["culprits"]]
-    assert found == [(b, SOURCE), (merge, SOURCE), (c1, SOURCE), (c3, BENCHMARK)]
-    assert side not in {c for c, _ in found}
-    assert liger["culprits_command"].startswith(
-        f"git log --first-parent --name-only {a[:12]}..{b[:12]} --"
+    assert (origin_commit(liger["from_origin"]), origin_commit(liger["to_origin"])) == (
+        shas["a"],
+        shas["b"],
     )
+    assert [(c["commit"], c["role"]) for c in liger["culprits"]] == ci_culprits(shas)
+    assert liger["culprits_command"].startswith(
+        f"git log --first-parent --name-only {shas['a'][:12]}..{shas['b'][:12]} --"
+    )
+
+
+@pytest.mark.heavy
+def test_ci_checkout_culprits_read_the_folders_abbreviations(tmp_path: Path) -> None:
+    """A checkout of gh-pages names the commits as its folders do: git reads them."""
+    repo, shas = ci_repo(tmp_path / "Liger-Kernel")
+    pages = tmp_path / "pages"
+    repo.git("worktree", "add", "-q", str(pages), "gh-pages")
+    con = kiana.connect()
+    kiana.load.load_documents(con, convert_rows(ci.from_dir(pages).rows).documents)
+    liger = liger_row(annotate(judge(judged_runs(con)).findings, repo.path))
+    assert origin_commit(liger["to_origin"]) == shas["b"][:7]
+    assert [(c["commit"], c["role"]) for c in liger["culprits"]] == ci_culprits(shas)
 
 
 def test_a_ci_variant_name_has_its_kernels_files() -> None:
