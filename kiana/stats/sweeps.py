@@ -22,6 +22,8 @@ under test, :mod:`kiana.harness`: Liger's ``liger``, ``liger_*``), a *baseline* 
 other.  In order:
 
 ==================  =====================================================================
+``unstable``        the sweep series alternates between two levels without a change of
+                    its code (:mod:`kiana.stats.unstable`): ``inconclusive``, its levels said
 ``outlier``         every step touches an outlier session (:mod:`kiana.stats.outliers`):
                     ``inconclusive``
 ``benchmark``       a baseline whose benchmark changed (:mod:`kiana.stats.codechanges`)
@@ -204,6 +206,7 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
     shown = _smallest_flagged(basis["se"], options)
     gross = f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone"
     return (
+        Rule("unstable", pl.col("_unstable"), pl.lit("inconclusive"), **basis, sentence=pl.col("_unstable_note")),
         Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), **basis,
              sentence=_text("every workload's step touches an outlier session (one session off its neighbours and back at the next): not a change")),
         Rule("benchmark", ~subject & changed & R, _direction(raw), **_on("raw"),
@@ -287,7 +290,7 @@ def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.Dat
     options = options or JudgeOptions()
     if steps.height == 0:
         return pl.DataFrame(schema=_schema())
-    g = aggregate(steps, options)
+    g = _with_unstable(aggregate(steps, options), steps)
     table = rules(options)
     g = g.with_columns(
         _pick(table, "name").alias("basis"),
@@ -299,6 +302,22 @@ def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.Dat
         _pick(table, "sentence").alias("_sentence"),
     )
     return _numbers(g, options)
+
+
+def _with_unstable(g: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """``_unstable`` and ``_unstable_note`` of each finding's series
+    (:func:`kiana.stats.unstable.mark` on its steps; none when they were not marked)."""
+    if "unstable" not in steps.columns:
+        return g.with_columns(
+            pl.lit(False).alias("_unstable"), pl.lit(None, pl.String).alias("_unstable_note")
+        )
+    marks = (
+        steps.filter(pl.col("unstable"))
+        .group_by(KEYS)
+        .agg(pl.col("unstable_note").first().alias("_unstable_note"))
+    )
+    g = g.join(marks, on=KEYS, how="left", nulls_equal=True, maintain_order="left")
+    return g.with_columns(pl.col("_unstable_note").is_not_null().alias("_unstable"))
 
 
 def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
