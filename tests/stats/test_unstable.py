@@ -1,0 +1,194 @@
+"""Unstable series: a kernel that alternates between two levels is data quality."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from kiana.stats import judge
+from kiana.stats.unstable import detect, session_levels
+from tests.stats_fixtures import frame, run
+
+LOW, HIGH = 8.7, 52.0
+BIMODAL = [LOW] * 6 + [HIGH] + [LOW] * 3 + [HIGH] * 3 + [LOW] * 3
+LIGER_CI = Path(__file__).resolve().parents[2].parent / "shared" / "liger-ci" / "benchmarks"
+
+
+def sweep(levels: list[float], workloads: int = 3) -> list[dict[str, Any]]:
+    """``liger`` at ``levels`` (times the workload's size) and a steady ``torch``, one
+    session every three days, each run jittered by at most 0.2%."""
+    rows = []
+    for d, level in enumerate(levels):
+        for w in range(workloads):
+            jitter = 1 + 0.002 * ((d * 7 + w) % 3 - 1)
+            common = {"workload": f"w{w}", "day": 3 * d}
+            rows.append(run("0.8.0", level * (w + 1) * jitter, minute=w, **common))
+            rows.append(run("0.8.0", 11.0 * (w + 1) * jitter, provider="torch", minute=9 + w, **common))  # fmt: skip
+    return rows
+
+
+def with_origins(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """The runs, each session recorded at commit ``c<day>``."""
+    runs = frame(rows)
+    day = (pl.col("observed_at") - pl.col("observed_at").min()).dt.total_days()
+    return runs.with_columns(
+        (pl.lit("c") + day.cast(pl.String) + pl.lit(":benchmark/data/all.csv")).alias("origin")
+    )
+
+
+class Commits:
+    """Code changes: the kernel's code changed in exactly the commits of ``touched``."""
+
+    def __init__(self, touched: set[int]) -> None:
+        self.touched = touched
+
+    def baseline_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
+        return pairs.with_columns(
+            pl.lit(False).alias("baseline_changed"), pl.lit(None, pl.String).alias("baseline_note")
+        )
+
+    def kernel_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
+        def day(column: str) -> pl.Expr:
+            return pl.col(column).str.extract(r"^c(\d+):").cast(pl.Int64)
+
+        hit = pl.lit(False)
+        for t in self.touched:
+            hit = hit | ((day("from_origin") < t) & (day("to_origin") >= t))
+        return pairs.with_columns(hit.alias("kernel_changed"))
+
+
+def unstable_rows(result: Any) -> pl.DataFrame:
+    frame_: pl.DataFrame = result.quality.filter(pl.col("kind") == "unstable")
+    return frame_
+
+
+def test_a_bimodal_series_is_unstable_not_a_regression() -> None:
+    result = judge(frame(sweep(BIMODAL)))
+    rows = unstable_rows(result)
+    assert rows.height == 1
+    row = rows.row(0, named=True)
+    assert (row["provider"], row["switches"]) == ("liger", 4)
+    assert row["levels"] == "17 ns (12 sessions) and 104 ns (4 sessions)"
+    assert row["ratio"] == pytest.approx(HIGH / LOW, rel=0.01)
+    liger = result.findings.filter(pl.col("provider") == "liger")
+    assert set(liger["verdict"]) == {"inconclusive"}
+    assert set(liger["basis"]) == {"unstable"}
+    assert liger["evidence"].str.starts_with("unstable series: alternates between 17 ns").all()
+    steps = result.steps.filter(pl.col("provider") == "liger")
+    assert steps["unstable"].all() and set(steps["verdict"]) == {"inconclusive"}
+    assert result.coverage.not_compared == {"unstable": 3}
+
+
+def test_a_series_that_steps_once_and_stays_is_a_regression() -> None:
+    result = judge(frame(sweep([LOW] * 8 + [HIGH] * 8)))
+    assert unstable_rows(result).height == 0
+    assert result.findings.filter(pl.col("verdict") == "regression")["provider"].to_list() == [
+        "liger"
+    ]
+
+
+def test_a_regression_then_its_revert_is_two_changes_without_commits_known() -> None:
+    result = judge(frame(sweep([LOW] * 6 + [HIGH] * 4 + [LOW] * 6)))
+    assert unstable_rows(result).height == 0
+    flagged = result.findings.filter(pl.col("verdict").is_in(["regression", "improvement"]))
+    assert sorted(flagged["verdict"]) == ["improvement", "regression"]
+
+
+def test_with_commits_a_switch_at_a_kernel_commit_is_a_change() -> None:
+    levels = [LOW] * 4 + [HIGH] * 4 + [LOW] * 4 + [HIGH] * 4
+    runs = with_origins(sweep(levels))
+    # Commits on days 12, 24 and 36 (the sessions of each switch) touch the kernel.
+    assert unstable_rows(judge(runs, code_changes=Commits({12, 24, 36}))).height == 0
+    # None does: the same series alternates at the same code.
+    assert unstable_rows(judge(runs, code_changes=Commits(set()))).height == 1
+
+
+def test_with_commits_two_switches_at_the_same_code_are_enough() -> None:
+    runs = with_origins(sweep([LOW] * 6 + [HIGH] * 3 + [LOW] * 6))
+    assert unstable_rows(judge(runs)).height == 0  # without commits: a revert, maybe
+    assert unstable_rows(judge(runs, code_changes=Commits(set()))).height == 1
+    assert unstable_rows(judge(runs, code_changes=Commits({18, 27}))).height == 0
+
+
+def test_levels_close_within_their_noise_are_not_unstable() -> None:
+    noisy = [100.0, 104.0, 99.0, 103.0, 100.5, 104.5, 99.5, 103.5, 100.0, 104.0]
+    assert unstable_rows(judge(frame(sweep(noisy)))).height == 0
+
+
+def test_a_sweep_level_is_the_median_of_its_workloads() -> None:
+    rows = [run("0.8.0", m, workload=w, day=d, minute=i)
+            for d, ms in enumerate([(10.0, 20.0, 30.0), (10.0, 40.0, 30.0)])
+            for i, (w, m) in enumerate(zip(("a", "b", "c"), ms, strict=True))]  # fmt: skip
+    points = frame(rows)
+    from kiana.stats import _stage
+    from kiana.stats.options import JudgeOptions
+
+    stage = _stage(points, JudgeOptions(), None)
+    levels = session_levels(stage.points)
+    assert levels["k"].to_list() == [3, 3]
+    assert levels["z"].to_list() == pytest.approx([0.0, 0.0])  # one workload of three moved
+    assert detect(stage.points, stage.steps, JudgeOptions()).height == 0
+
+
+def ci_softmax(tmp: Path) -> list[Path]:
+    """The ``softmax`` forward rows on the H100 of every CI benchmark file, one file per
+    measured commit."""
+    paths = []
+    for source in sorted(LIGER_CI.glob("*/benchmark.csv")):
+        rows = pl.read_csv(source, infer_schema_length=0).filter(
+            pl.col("kernel_name") == "softmax",
+            pl.col("kernel_operation_mode") == "forward",
+            pl.col("gpu_name") == "NVIDIA H100 80GB HBM3",
+        )
+        if rows.height:
+            target = tmp / source.parent.name / "benchmark.csv"
+            target.parent.mkdir()
+            rows.write_csv(target)
+            paths.append(target)
+    return paths
+
+
+@pytest.mark.skipif(
+    not LIGER_CI.is_dir(), reason="../shared/liger-ci (Liger's CI history) is absent"
+)
+def test_liger_ci_softmax_forward_h100_is_unstable(tmp_path: Path) -> None:
+    import kiana
+    from kiana.importers.liger import import_csvs
+    from kiana.load.judged import judged_runs
+
+    con = kiana.connect()
+    kiana.load_documents(con, import_csvs(ci_softmax(tmp_path)).documents)
+    result = judge(judged_runs(con))
+    on_h100 = (pl.col("gpu") == "NVIDIA H100 80GB HBM3") & (pl.col("pass") == "forward")
+    rows = unstable_rows(result).filter(on_h100, pl.col("provider") == "liger")
+    assert rows.height == 1
+    row = rows.row(0, named=True)
+    assert row["switches"] >= 4 and row["ratio"] > 5
+    assert row["levels"].startswith("8.7 µs")
+    liger = result.findings.filter(on_h100, pl.col("provider") == "liger")
+    assert liger.height > 0 and set(liger["verdict"]) == {"inconclusive"}
+    # torch in the same sittings stays at one level
+    assert unstable_rows(result).filter(on_h100, pl.col("provider") == "torch").height == 0
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_code_changes_say_whether_a_commit_touched_the_kernel(tmp_path: Path) -> None:
+    from kiana.culprits.changes import GitCodeChanges
+    from tests.culprits.test_culprits import CSV, OPS, LigerRepo
+
+    repo = LigerRepo(tmp_path / "Liger-Kernel")
+    a = repo.commit({f"{OPS}/softmax.py": "# kernel\n", CSV: "a\n"}, "softmax (#1)")
+    b = repo.commit({CSV: "b\n"}, "rows")
+    c = repo.commit({f"{OPS}/softmax.py": "# revert\n"}, "revert softmax (#2)")
+    d = repo.commit({CSV: "d\n"}, "rows")
+    pairs = pl.DataFrame(
+        [("softmax", f"{a}:{CSV}", f"{b}:{CSV}"), ("softmax", f"{b}:{CSV}", f"{d}:{CSV}"),
+         ("softmax", None, f"{d}:{CSV}"), ("softmax", f"{c}:{CSV}", f"{c}:{CSV}")],
+        schema=["kernel", "from_origin", "to_origin"], orient="row",
+    )  # fmt: skip
+    answer = GitCodeChanges(repo.path).kernel_changed(pairs)["kernel_changed"].to_list()
+    assert answer == [False, True, None, False]
