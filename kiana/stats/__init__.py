@@ -224,13 +224,13 @@ def judge_stage(
     grouped = group_key(stage.steps)
     noise = _sigmas(calibration if options.calibrate else None, options, grouped)
     aa = grouped.filter(pl.col("aa"))
-    steps = measure(noise(grouped.filter(~pl.col("aa"))))
-    steps = decide(attach_controls(steps, stage.points, noise, options), options)
-    steps, outliers = mark_outliers(steps, options)
     pts = noise(stage.points).with_columns(
         (pl.col("measured").pow(2) + pl.col("workload_sigma").pow(2) / 2.0).sqrt().alias("sigma")
     )
-    shaky = unstable.detect(pts, steps, options)
+    shaky = unstable.detect(pts, grouped, options)
+    steps = measure(noise(grouped.filter(~pl.col("aa"))))
+    steps = decide(attach_controls(steps, stage.points, noise, options), options)
+    steps, outliers = mark_outliers(steps, options)
     steps = unstable.mark(steps, shaky)
     found = _no_nan(_findings(steps, options))
     if options.calibrate and calibration is not None and options.baseline is None:

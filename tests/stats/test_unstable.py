@@ -192,3 +192,36 @@ def test_git_code_changes_say_whether_a_commit_touched_the_kernel(tmp_path: Path
     )  # fmt: skip
     answer = GitCodeChanges(repo.path).kernel_changed(pairs)["kernel_changed"].to_list()
     assert answer == [False, True, None, False]
+
+
+@pytest.mark.skipif(
+    not LIGER_CI.is_dir(), reason="../shared/liger-ci (Liger's CI history) is absent"
+)
+@pytest.mark.heavy
+def test_the_stored_judgement_keeps_an_unstable_series_through_an_update(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unstable series is a verdict on its whole history: its GPU is judged again whole
+    after a load (a window of its newest sessions would not see it alternate)."""
+    import kiana.load
+    from kiana.importers.liger import import_csvs
+    from kiana.shards import judge_all
+    from kiana.stats import calfit
+    from tests.shards.test_incremental import OPTIONS, load_and_check
+
+    docs = sorted(
+        import_csvs(ci_softmax(tmp_path)).documents, key=lambda d: d["run"]["spec"]["observedAt"]
+    )
+    monkeypatch.setattr(
+        calfit, "FULL_STEPS", 100
+    )  # the update could splice (the paths of a large database)
+    cut = int(len(docs) * 0.97)
+    con = kiana.load.connect(tmp_path / "kiana.duckdb")
+    try:
+        load_and_check(
+            con, [docs[:cut], docs[cut:]], ["judged in full", "stored judgement updated"]
+        )
+        quality = judge_all(con, OPTIONS).judgement().quality
+        assert quality.filter(pl.col("kind") == "unstable")["provider"].to_list() == ["liger"]
+    finally:
+        con.close()
