@@ -50,7 +50,6 @@ from kiana.stats.controls import Sigmas, attach_controls
 from kiana.stats.coverage import Coverage, coverage
 from kiana.stats.noise import measured_noise
 from kiana.stats.options import JudgeOptions, series_window
-from kiana.stats.outliers import mark_outliers
 from kiana.stats.quality import quality, shaped
 from kiana.stats.reruns import mark_reruns, rerun_quality
 from kiana.stats.series import judgeable, points
@@ -230,8 +229,7 @@ def judge_stage(
     shaky = unstable.detect(pts, grouped, options)
     steps = measure(noise(grouped.filter(~pl.col("aa"))))
     steps = decide(attach_controls(steps, stage.points, noise, options), options)
-    steps, outliers = mark_outliers(steps, options)
-    steps = unstable.mark(steps, shaky)
+    steps, outliers = unstable.mark_outliers_and_unstable(steps, shaky, options)
     found = _no_nan(_findings(steps, options))
     if options.calibrate and calibration is not None and options.baseline is None:
         found = _with_bridges(found, stage, outliers, calibration, options, shaky)

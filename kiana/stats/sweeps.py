@@ -381,7 +381,8 @@ def _reruns(options: JudgeOptions) -> pl.Expr:
         .otherwise(pl.col("_raw_measured2"))
     )
     return (
-        pl.when((pl.col("verdict") == "inconclusive") & (fixed2 < target2) & (noise2 > 0))
+        pl.when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable")
+                & (fixed2 < target2) & (noise2 > 0))
         .then((pl.col("_runs") * noise2 / (pl.lit(target2) - fixed2)).ceil())
         .otherwise(None)
     )  # fmt: skip
@@ -397,7 +398,7 @@ def _evidence(options: JudgeOptions) -> pl.Expr:
     reruns = (
         pl.when(pl.col("reruns").is_not_null())
         .then(pl.lit("; about ") + pl.col("reruns").cast(pl.String) + pl.lit(f" run(s) per session on each side would resolve a {t} change"))
-        .when(pl.col("verdict") == "inconclusive")
+        .when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable"))
         .then(pl.lit("; the workloads or the sittings scatter too much: reruns alone will not resolve it"))
         .otherwise(pl.lit(""))
     )  # fmt: skip

@@ -39,8 +39,9 @@ A *sweep series* (kernel, pass, provider, GPU and metric: the unit of the findin
   each: ``low high low high``), which a change and its revert (``low high low``) does not.
 
 Such a series gets one ``quality`` row (kind ``unstable``: its two levels, the sessions
-at each and its switches), its steps and findings become ``inconclusive`` with a sentence
-naming the levels (the ``unstable`` rule of :mod:`kiana.stats.sweeps`), and coverage
+at each and its switches), no ``outlier`` rows (a session at its other level is one of
+its levels), its steps and findings become ``inconclusive`` with a sentence naming the
+levels (the ``unstable`` rule of :mod:`kiana.stats.sweeps`), and coverage
 counts its workload series as not compared, ``unstable``.  The kernel's speed cannot be
 judged from such a series: only rerunning it enough to know which level is which, or
 pinning the configuration, can.
@@ -58,6 +59,7 @@ from typing import Protocol, runtime_checkable
 import polars as pl
 
 from kiana.stats.options import JudgeOptions
+from kiana.stats.outliers import mark_outliers
 from kiana.stats.quality import shaped
 from kiana.vocabulary import UNSTABLE
 
@@ -311,6 +313,24 @@ def empty() -> pl.DataFrame:
     for c in ("low", "high", "ashman_d"):
         schema[c] = pl.Float64()
     return pl.DataFrame(schema=schema)
+
+
+def mark_outliers_and_unstable(
+    steps: pl.DataFrame, found: pl.DataFrame, options: JudgeOptions
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`kiana.stats.outliers.mark_outliers` of the steps outside the unstable series
+    ``found`` (a session of an unstable series at its other level is one of its levels, not
+    an outlier), then :func:`mark`; the steps in their order, and the outliers' quality
+    rows."""
+    if found.height == 0:
+        marked, outliers = mark_outliers(steps, options)
+        return mark(marked, found), outliers
+    keys = found.select(SWEEP)
+    rows = steps.with_row_index("_row")
+    rest, outliers = mark_outliers(rows.join(keys, on=list(SWEEP), how="anti"), options)
+    hit = rows.join(keys, on=list(SWEEP), how="semi").with_columns(pl.lit(False).alias("outlier"))
+    both = pl.concat([rest, hit], how="diagonal_relaxed").sort("_row").drop("_row")
+    return mark(both, found), outliers
 
 
 def mark(steps: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:

@@ -225,3 +225,29 @@ def test_the_stored_judgement_keeps_an_unstable_series_through_an_update(
         assert quality.filter(pl.col("kind") == "unstable")["provider"].to_list() == ["liger"]
     finally:
         con.close()
+
+
+@pytest.mark.heavy
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_gate_could_not_judge_a_head_row_of_an_unstable_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main records rms_norm at 1x, 6x, 1x, 6x, 1x of its speed at the same code (commits
+    in between touch only the README); the pull request re-records it at 6x."""
+    from kiana.cli import main
+    from tests.culprits.test_culprits import CSV, OPS, LigerRepo, csv_text, rows
+
+    repo = LigerRepo(tmp_path / "Liger-Kernel")
+    sessions: list[list[dict[str, str]]] = []
+    files = {f"{OPS}/rms_norm.py": "# kernel\n", "README.md": "Liger\n"}
+    for month, scale in enumerate([1.0, 6.0, 1.0, 6.0, 1.0], start=1):
+        sessions.append(rows("rms_norm", "0.5.0", f"2025-{month:02d}-01 00:00:00", liger=scale))
+        repo.commit({**files, CSV: csv_text(*sessions)}, f"rows {month}")
+        files = {"README.md": f"Liger {month}\n"}
+    repo.git("checkout", "-q", "-b", "pr")
+    head = [*sessions, rows("rms_norm", "0.5.0", "2025-06-01 00:00:00", liger=6.0)]
+    repo.commit({CSV: csv_text(*head)}, "re-record rms_norm (#9)")
+    code = main(["gate", str(repo.path), "--base", "main", "--head", "pr"])
+    out = capsys.readouterr().out
+    assert code == 3, out
+    assert "unstable, could not judge" in out and "FAILED" not in out
