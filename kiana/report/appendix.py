@@ -115,9 +115,10 @@ def _unstable_table(frame: pl.DataFrame, limit: int) -> Html:
         empty="no series alternates between levels",
     )  # fmt: skip
     explained = note(
-        "Each alternates between two levels across sessions without a commit touching the "
-        "kernel (autotuning, a launch configuration): not a change, so its steps are not "
-        "judged as regressions or improvements."
+        "Each alternates between two levels across sessions (autotuning, a launch "
+        "configuration) without a commit touching the kernel, or, where the commits are "
+        "not known, visiting each level more than once: not a change, so its steps are not "
+        "judged as regressions or improvements (could not judge)."
     )
     return Html(f'{explained}<div class="scroll">{body}</div>{cap}')
 

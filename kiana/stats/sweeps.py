@@ -87,6 +87,7 @@ from kiana.stats.controls import control_moved
 from kiana.stats.evidence import control_clause, finding_noise, fold_baselines, pct
 from kiana.stats.options import JudgeOptions
 from kiana.stats.pooling import KEYS, sign_confidence
+from kiana.stats.unstable import finding_marks
 from kiana.vocabulary import FINDING_KEYS, verdict_rank
 
 #: The columns of ``Judgement.findings``, in order.
@@ -290,7 +291,7 @@ def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.Dat
     options = options or JudgeOptions()
     if steps.height == 0:
         return pl.DataFrame(schema=_schema())
-    g = _with_unstable(aggregate(steps, options), steps)
+    g = finding_marks(aggregate(steps, options), steps)
     table = rules(options)
     g = g.with_columns(
         _pick(table, "name").alias("basis"),
@@ -302,22 +303,6 @@ def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.Dat
         _pick(table, "sentence").alias("_sentence"),
     )
     return _numbers(g, options)
-
-
-def _with_unstable(g: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
-    """``_unstable`` and ``_unstable_note`` of each finding's series
-    (:func:`kiana.stats.unstable.mark` on its steps; none when they were not marked)."""
-    if "unstable" not in steps.columns:
-        return g.with_columns(
-            pl.lit(False).alias("_unstable"), pl.lit(None, pl.String).alias("_unstable_note")
-        )
-    marks = (
-        steps.filter(pl.col("unstable"))
-        .group_by(KEYS)
-        .agg(pl.col("unstable_note").first().alias("_unstable_note"))
-    )
-    g = g.join(marks, on=KEYS, how="left", nulls_equal=True, maintain_order="left")
-    return g.with_columns(pl.col("_unstable_note").is_not_null().alias("_unstable"))
 
 
 def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:

@@ -61,7 +61,7 @@ import polars as pl
 from kiana.stats.options import JudgeOptions
 from kiana.stats.outliers import mark_outliers
 from kiana.stats.quality import shaped
-from kiana.vocabulary import UNSTABLE
+from kiana.vocabulary import FINDING_KEYS, UNSTABLE
 
 #: The sweep series: what a finding's verdict is about, sessions aside.
 SWEEP: tuple[str, ...] = ("kernel", "pass", "provider", "gpu", "metric")
@@ -269,7 +269,12 @@ def _judge(framed: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
 
 
 def amount(value: pl.Expr) -> pl.Expr:
-    """A level in its unit: ``8.7 µs`` (latency, stored in ns) or ``512.0 MB``."""
+    """A level in its unit: ``8.7 µs`` (latency, stored in ns) or ``512.0 MB``.
+
+    >>> levels = pl.DataFrame({"metric": ["latency", "latency", "memory"], "v": [8700.0, 2.5e6, 512.0]})
+    >>> levels.select(amount(pl.col("v")))["v"].to_list()
+    ['8.7 µs', '2.5 ms', '512.0 MB']
+    """
     latency = pl.col("metric") == "latency"
     ns = value
     return (
@@ -363,3 +368,21 @@ def quality(found: pl.DataFrame) -> pl.DataFrame:
         (pl.col("high") / pl.col("low")).alias("ratio"),
         pl.col("note").alias("message"),
     ).pipe(shaped)
+
+
+def finding_marks(grouped: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """``grouped`` (one row per finding, :func:`kiana.stats.aggregate.aggregate`) with
+    ``_unstable`` and ``_unstable_note`` of its series, which the ``unstable`` rule of
+    :mod:`kiana.stats.sweeps` reads (from :func:`mark` on its steps; none unmarked)."""
+    keys = list(FINDING_KEYS)
+    if "unstable" not in steps.columns:
+        return grouped.with_columns(
+            pl.lit(False).alias("_unstable"), pl.lit(None, pl.String).alias("_unstable_note")
+        )
+    marks = (
+        steps.filter(pl.col("unstable"))
+        .group_by(keys)
+        .agg(pl.col("unstable_note").first().alias("_unstable_note"))
+    )
+    joined = grouped.join(marks, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return joined.with_columns(pl.col("_unstable_note").is_not_null().alias("_unstable"))
