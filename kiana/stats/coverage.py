@@ -25,7 +25,7 @@ REASONS: tuple[str, ...] = (
     "one session only",
     "conflicting sessions",
     "same code measured twice only",
-    "unstable",
+    "in an unstable sweep",
     "no session of the baseline version",
 )
 

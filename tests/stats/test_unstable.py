@@ -62,8 +62,7 @@ class Commits:
 
 
 def unstable_rows(result: Any) -> pl.DataFrame:
-    frame_: pl.DataFrame = result.quality.filter(pl.col("kind") == "unstable")
-    return frame_
+    return unstable_rows_of(result.quality)
 
 
 def test_a_bimodal_series_is_unstable_not_a_regression() -> None:
@@ -80,7 +79,7 @@ def test_a_bimodal_series_is_unstable_not_a_regression() -> None:
     assert liger["evidence"].str.starts_with("unstable series: alternates between 17 ns").all()
     steps = result.steps.filter(pl.col("provider") == "liger")
     assert steps["unstable"].all() and set(steps["verdict"]) == {"inconclusive"}
-    assert result.coverage.not_compared == {"unstable": 3}
+    assert result.coverage.not_compared == {"in an unstable sweep": 3}
 
 
 def test_a_series_that_steps_once_and_stays_is_a_regression() -> None:
@@ -251,3 +250,23 @@ def test_the_gate_could_not_judge_a_head_row_of_an_unstable_kernel(
     out = capsys.readouterr().out
     assert code == 3, out
     assert "unstable, could not judge" in out and "FAILED" not in out
+
+
+def test_the_report_and_the_cli_list_the_levels_and_switches(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kiana.commands.regressions import _print_unstable
+    from kiana.report.appendix import _unstable_table
+
+    quality = judge(frame(sweep(BIMODAL))).quality
+    html = str(_unstable_table(unstable_rows_of(quality), 10))
+    assert "17 ns (12 sessions) and 104 ns (4 sessions)" in html and ">4<" in html
+    _print_unstable(quality, None, 10)
+    out = capsys.readouterr().out
+    assert "1 unstable series" in out
+    assert "layer_norm/forward liger NVIDIA H100 80GB HBM3 latency: 17 ns (12 sessions)" in out
+    assert "4 switches" in out
+
+
+def unstable_rows_of(quality: pl.DataFrame) -> pl.DataFrame:
+    return quality.filter(pl.col("kind") == "unstable")
