@@ -31,6 +31,20 @@ assert set(VERDICTS) == set(get_args(Verdict))
 BRIDGE = "bridge"
 
 
+#: The basis of a finding, and the ``quality`` kind, of a series that alternates between
+#: levels across sessions without a change of its code (kiana.stats.unstable): its
+#: findings are ``inconclusive``, "could not judge".
+UNSTABLE = "unstable"
+#: The kinds of ``Judgement.quality`` rows: sessions or series not judged, and why.
+QualityKind = Literal["conflict", "outlier", "rerun", "unstable"]
+QUALITY_KINDS: tuple[QualityKind, ...] = get_args(QualityKind)
+
+
+def is_unstable(finding: Mapping[str, Any]) -> bool:
+    """Whether a finding (a row as a mapping) is of an unstable series (:data:`UNSTABLE`)."""
+    return finding.get("basis") == UNSTABLE
+
+
 def is_bridge(finding: Mapping[str, Any]) -> bool:
     """Whether a finding (a row as a mapping) is a bridge (:data:`BRIDGE`)."""
     return finding.get("basis") == BRIDGE

@@ -283,6 +283,7 @@ def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
             "back at the next, not judged as changes (--json: quality)",
             width,
         )
+    _print_unstable(analysis.quality, width, args.limit)
     if counts.findings == 0:
         _say(
             "nothing to compare: no series has two sessions (load more runs, or check --baseline)",
@@ -303,6 +304,28 @@ def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
     if args.steps:
         _print_steps(analysis.steps_of(shown), shown, args, width)
     _print_extras(analysis, args, width)
+
+
+def _print_unstable(quality: pl.DataFrame, width: int | None, limit: int) -> None:
+    """The unstable series (kiana.stats.unstable): levels and switches, one line each."""
+    rows = quality.filter(quality["kind"] == "unstable")
+    if rows.height == 0:
+        return
+    _say(
+        f"data quality: {rows.height} unstable series: alternating between two levels across "
+        "sessions, could not judge (their findings are inconclusive):",
+        width,
+    )
+    _print_wrapped(
+        (
+            f"{r['kernel']}/{r['pass']} {r['provider']} {r['gpu']} {r['metric']}: "
+            f"{r['levels']}, {r['switches']} switches"
+            for r in rows.head(limit).iter_rows(named=True)
+        ),
+        width,
+    )
+    if rows.height > limit:
+        print(f"  ... and {rows.height - limit:,} more (--limit N, --json: quality)")
 
 
 def _print_extras(analysis: Analysis, args: argparse.Namespace, width: int | None) -> None:

@@ -20,6 +20,13 @@ without a commit, a commit the repository does not hold)::
 
     from kiana.culprits.changes import GitCodeChanges
     kiana.stats.judge(runs, options, code_changes=GitCodeChanges(Path("~/Liger-Kernel")))
+
+:meth:`GitCodeChanges.kernel_changed` answers the same pairs for the code under test
+(:mod:`kiana.stats.unstable`: a series that switches level at a commit touching the
+kernel changed, one that switches at the same code is unstable): ``kernel_changed``, a
+commit of ``(from commit, to commit]`` touches one of the kernel's files
+(:func:`kiana.culprits.rank.kernel_files_at` the later commit: the culprits' rule), null
+when it cannot tell.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from pathlib import Path
 import polars as pl
 
 from kiana.culprits import history, layout
-from kiana.culprits.rank import origin_commit
+from kiana.culprits.rank import kernel_files_at, origin_commit
 
 SCRIPTS = "benchmark/scripts"
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import\b", re.M)
@@ -78,6 +85,7 @@ class GitCodeChanges:
     def __init__(self, repo: Path) -> None:
         self.repo = repo
         self._memo: dict[tuple[str, str, str], tuple[bool, str | None]] = {}
+        self._kernel_memo: dict[tuple[str, str, str], bool | None] = {}
 
     def files(self, kernel: str, commits: tuple[str, ...]) -> list[str]:
         """The benchmark script of ``kernel`` and what it imports, at any of ``commits``."""
@@ -134,3 +142,28 @@ class GitCodeChanges:
             pl.Series("baseline_changed", [a for a, _ in answers], dtype=pl.Boolean),
             pl.Series("baseline_note", [n for _, n in answers], dtype=pl.String),
         )
+
+    def kernel_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
+        """``pairs`` (``kernel, from_origin, to_origin``) plus ``kernel_changed`` (module
+        docstring)."""
+        answers: list[bool | None] = []
+        for kernel, start, end in pairs.select("kernel", "from_origin", "to_origin").iter_rows():
+            first, last = origin_commit(start), origin_commit(end)
+            if not kernel or first is None or last is None:
+                answers.append(None)
+                continue
+            key = (str(kernel), first, last)
+            if key not in self._kernel_memo:
+                self._kernel_memo[key] = self._kernel_lookup(*key)
+            answers.append(self._kernel_memo[key])
+        return pairs.with_columns(pl.Series("kernel_changed", answers, dtype=pl.Boolean))
+
+    def _kernel_lookup(self, kernel: str, start: str, end: str) -> bool | None:
+        if start == end:
+            return False
+        files = kernel_files_at(self.repo, kernel, end)
+        try:
+            found = history.commits(self.repo, start, end, first_parent=False)
+        except history.GitError:
+            return None
+        return any(files.kind(path) is not None for c in found for path in c.files)

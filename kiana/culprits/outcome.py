@@ -9,7 +9,7 @@ before anything it could not judge).  The sentences hold counts only, never a ro
 text: a pull request's data never reaches them.
 
 >>> [rule.name for rule in RULES]
-['regressed', 'unjudged_rows', 'unplaced', 'uncertain']
+['regressed', 'unjudged_rows', 'unplaced', 'unstable', 'uncertain']
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import polars as pl
+
 from kiana.culprits.exits import EXIT_PASSED, EXIT_REGRESSED, EXIT_UNJUDGED
+from kiana.vocabulary import UNSTABLE
 
 if TYPE_CHECKING:
     from kiana.culprits.gate import GateResult
@@ -70,6 +73,10 @@ RULES: tuple[Rule, ...] = (
     Rule("unplaced", lambda r: r.unplaced.height, "could not judge", EXIT_UNJUDGED,
          "{n:,} Liger regression(s) between an earlier session and the head's, across a "
          "session too noisy to say whether this pull request caused them"),
+    Rule("unstable", lambda r: r.findings.filter(pl.col("is_subject") & (pl.col("basis") == UNSTABLE)).height,
+         "could not judge", EXIT_UNJUDGED,
+         "{n:,} Liger finding(s) of the head in an unstable series (it alternates between two "
+         "levels across sessions, kiana.stats.unstable): unstable, could not judge"),
     Rule("uncertain", lambda r: r.uncertain.height, "could not judge", EXIT_UNJUDGED,
          "{n:,} Liger finding(s) of the head too noisy to say whether it regressed "
          "(inconclusive; the evidence says how many reruns would resolve each)"),

@@ -20,6 +20,7 @@ from kiana.report.components import (
     table,
 )
 from kiana.report.data import Gathered, ReportData
+from kiana.vocabulary import UNSTABLE
 
 
 def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
@@ -50,7 +51,9 @@ def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
           "PEP 440" if r["version_kind"] == "pep440" else Html('<span class="bad">not PEP 440</span>'),
           r["runs"], str(r["first_observed_at"])] for r in g.versions.iter_rows(named=True)),
     )  # fmt: skip
-    sessions = _not_judged_table(g.not_judged, limit)
+    shaky = _kind(g.not_judged, UNSTABLE)
+    sessions = _not_judged_table(g.not_judged.filter(_kind_is_not(g.not_judged, UNSTABLE)), limit)
+    unstable = _unstable_table(shaky, limit)
     conflicts = table(
         (Column("kind"), Column("detail"), Column("source")),
         ([r["kind"], r["detail"], r["source"]] for r in quality.conflicts.head(limit).iter_rows(named=True)),
@@ -70,7 +73,8 @@ def quality_section(g: Gathered, quality: DataQuality, limit: int) -> Html:
         f"<h3>Spread (p20–p80) per GPU</h3>{spread_note}{spread}"
         f"<h3>Versions, in kiana's order</h3>{versions_note}"
         f'<div class="scroll">{versions}</div>'
-        f"<h3>Sessions not judged ({g.not_judged.height:,})</h3>{sessions}"
+        f"<h3>Unstable series ({shaky.height:,})</h3>{unstable}"
+        f"<h3>Sessions not judged ({g.not_judged.height - shaky.height:,})</h3>{sessions}"
         f"<h3>Digest conflicts</h3>{conflicts}"
     )  # fmt: skip
 
@@ -80,6 +84,43 @@ NOT_JUDGED = (
     ("workload", "workload"), ("metric", "metric"), ("version", "version"),
     ("session", "session"), ("runs", "runs"), ("max/min", "ratio"), ("why", "message"),
 )  # fmt: skip
+
+
+def _kind_is_not(frame: pl.DataFrame, kind: str) -> pl.Expr:
+    return pl.col("kind") != kind if "kind" in frame.columns else pl.lit(True)
+
+
+def _kind(frame: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """The judgement's quality rows of one kind (none when it has no quality rows)."""
+    return frame.filter(pl.col("kind") == kind) if "kind" in frame.columns else frame.clear()
+
+
+UNSTABLE_COLUMNS = (
+    ("kernel", "kernel"), ("pass", "pass"), ("provider", "provider"), ("GPU", "gpu"),
+    ("metric", "metric"), ("levels", "levels"), ("switches", "switches"), ("high/low", "ratio"),
+    ("sessions", "runs"),
+)  # fmt: skip
+
+
+def _unstable_table(frame: pl.DataFrame, limit: int) -> Html:
+    """Sweep series that alternate between two levels (:mod:`kiana.stats.unstable`):
+    their findings are inconclusive, "could not judge"."""
+    shown, cap = capped(frame, limit, "unstable series")
+    columns = [(title, name) for title, name in UNSTABLE_COLUMNS if name in frame.columns]
+    right = {"switches", "ratio", "runs"}
+    body = table(
+        [Column(title, "right" if name in right else "left") for title, name in columns],
+        ([fmt_ratio(r[n]) if n == "ratio" else r[n] for _, n in columns]
+         for r in shown.iter_rows(named=True)),
+        empty="no series alternates between levels",
+    )  # fmt: skip
+    explained = note(
+        "Each alternates between two levels across sessions (autotuning, a launch "
+        "configuration) without a commit touching the kernel, or, where the commits are "
+        "not known, visiting each level more than once: not a change, so its steps are not "
+        "judged as regressions or improvements (could not judge)."
+    )
+    return Html(f'{explained}<div class="scroll">{body}</div>{cap}')
 
 
 def _not_judged_table(frame: pl.DataFrame, limit: int) -> Html:

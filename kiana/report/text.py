@@ -73,9 +73,9 @@ def coverage_text(found: Mapping[str, Any] | None) -> str | None:
 
 
 def _reason(reason: str) -> str:
-    """``one_session_only`` -> ``with one session only``."""
+    """``one_session_only`` -> ``with one session only``; ``in an unstable sweep`` stays."""
     words = reason.replace("_", " ").strip()
-    return words if words.startswith(("with ", "without ")) else f"with {words}"
+    return words if words.startswith(("with ", "without ", "in ")) else f"with {words}"
 
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")

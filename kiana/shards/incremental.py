@@ -154,8 +154,8 @@ def cuts(
     (every kernel of a GPU with a partition without baselines, whose GPU-wide control
     crosses kernels: one cut for all of them), from the stored points and the new runs'
     series (``fresh``: :func:`fresh_runs`).  A GPU left out is judged again whole: with
-    ``--baseline``, no stored point, or a series not in time order (the window cannot
-    tell where new points go)."""
+    ``--baseline``, no stored point, a series not in time order (the window cannot
+    tell where new points go), or a stored unstable series."""
     if options.baseline is not None or not gpus:
         return pl.DataFrame(schema=CUT_SCHEMA)
     listed = {"gpus": gpus}
@@ -163,7 +163,12 @@ def cuts(
         "SELECT DISTINCT gpu FROM judged_points WHERE gpu IN (SELECT unnest($gpus))", listed
     ).fetchall()}  # fmt: skip
     disordered = {g for (g,) in con.execute(_DISORDERED_SQL, listed).fetchall()}
-    chosen = [g for g in gpus if g in stored and g not in disordered]
+    # An unstable series is a verdict on its whole history (kiana.stats.unstable), which
+    # a window does not hold: its GPU is judged again whole.
+    unstable = {g for (g,) in con.execute(
+        "SELECT DISTINCT gpu FROM judged_outliers WHERE kind = 'unstable'"
+    ).fetchall()}  # fmt: skip
+    chosen = [g for g in gpus if g in stored and g not in disordered and g not in unstable]
     together = {g for (g,) in con.execute(_UNCONTROLLED_SQL, {"gpus": chosen}).fetchall()}
     known: dict[str, set[str]] = {}
     for g, k in con.execute(

@@ -59,8 +59,10 @@ if TYPE_CHECKING:
 #: calibration rests on a ladder of octaves of its steps (:func:`kiana.stats.calfit.prefix_size`).
 #: 12: an ``unchanged`` finding says the smallest change it would have flagged.  13: a
 #: workload lone on its own step where its control is too noisy to adjust by
-#: (:func:`kiana.stats.aggregate._noisy_control`).
-STORE_VERSION = 13
+#: (:func:`kiana.stats.aggregate._noisy_control`).  14: unstable sweep series
+#: (:mod:`kiana.stats.unstable`): steps carry ``unstable``, ``judged_outliers`` holds the
+#: ``unstable`` quality rows too, quality rows carry ``levels`` and ``switches``.
+STORE_VERSION = 14
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
@@ -261,7 +263,11 @@ def coverage_of(con: duckdb.DuckDBPyConnection, gpu: str, options: JudgeOptions)
     points = con.sql(
         f"SELECT {keys}, conflict FROM judged_points WHERE gpu = $g", params=where
     ).pl()
-    steps = con.sql(f"SELECT DISTINCT {keys} FROM judged_steps WHERE gpu = $g", params=where).pl()
+    steps = con.sql(
+        f"SELECT {keys}, bool_and(unstable) AS unstable FROM judged_steps WHERE gpu = $g "
+        "GROUP BY ALL",
+        params=where,
+    ).pl()
     aa = con.sql(f"SELECT DISTINCT {keys} FROM judged_aa WHERE gpu = $g", params=where).pl()
     runs = con.sql(f"SELECT DISTINCT {keys}, role FROM runs WHERE gpu = $g", params=where).pl()
     return coverage(points, steps, options, runs, reruns=aa)

@@ -23,7 +23,7 @@ from kiana.shards import creep
 from kiana.stats import Judgement, JudgeOptions, judge_stage
 from kiana.stats.calfit import prefix_cut, step_time
 from kiana.stats.calibration import Calibration, sigmas
-from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
+from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS, UNSTABLE
 
 if TYPE_CHECKING:
     import duckdb
@@ -198,8 +198,9 @@ def with_pos(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
 
 
 def outlier_rows(quality: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
-    """The judge's ``outlier`` quality rows with :data:`POS` (their session's point)."""
-    rows = quality.filter(pl.col("kind") == "outlier")
+    """The judge's ``outlier`` quality rows with :data:`POS` (their session's point), and
+    its ``unstable`` rows (of a whole series: :data:`POS` null, read back last of it)."""
+    rows = quality.filter(pl.col("kind").is_in(["outlier", UNSTABLE]))
     at = points.select(*SERIES_KEYS, "version", "session", pl.col("position").alias(POS))
     at = at.unique([*SERIES_KEYS, "version", "session"], keep="first", maintain_order=True)
     on = [*SERIES_KEYS, "version", "session"]

@@ -20,8 +20,10 @@ Everything is per GPU: ``judge`` of one GPU's runs gives exactly that GPU's part
   :mod:`kiana.stats.noise`, same-session controls in :mod:`kiana.stats.controls`);
 * ``quality``: sessions that were not judged because their replicates disagree far
   beyond their noise (``conflict``), one-off sessions that left their series' level
-  and came back at once (``outlier``, :mod:`kiana.stats.outliers`), and the same code
-  measured twice (``rerun``: A/A pairs, :mod:`kiana.stats.reruns`);
+  and came back at once (``outlier``, :mod:`kiana.stats.outliers`), the same code
+  measured twice (``rerun``: A/A pairs, :mod:`kiana.stats.reruns`), and sweep series
+  that alternate between two levels without a change of their code (``unstable``,
+  :mod:`kiana.stats.unstable`: their steps and findings are ``inconclusive``);
 * ``coverage``: how many series could be compared, and why the others could not;
 * ``changepoints``: level shifts in long series (:mod:`kiana.stats.changepoints`);
 * ``tradeoffs``: a latency change and the opposite memory change of the same
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.stats import bridges
+from kiana.stats import bridges, unstable
 from kiana.stats.calfit import earliest, fit, state_factors
 from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
@@ -48,8 +50,7 @@ from kiana.stats.controls import Sigmas, attach_controls
 from kiana.stats.coverage import Coverage, coverage
 from kiana.stats.noise import measured_noise
 from kiana.stats.options import JudgeOptions, series_window
-from kiana.stats.outliers import mark_outliers
-from kiana.stats.quality import quality
+from kiana.stats.quality import quality, shaped
 from kiana.stats.reruns import mark_reruns, rerun_quality
 from kiana.stats.series import judgeable, points
 from kiana.stats.sessions import session_label
@@ -88,7 +89,8 @@ STEP_COLUMNS: tuple[str, ...] = (
     "to_median_ns", "from_runs", "to_runs", "change", "verdict", "raw_verdict",
     "control_provider", "control_change", "control_severity", "adjusted_change",
     "severity", "adjusted_severity", "noise", "adjusted_noise", "workload_noise",
-    "sitting_noise", "noise_source", "benchmark_changed", "is_subject", "outlier", "evidence",
+    "sitting_noise", "noise_source", "benchmark_changed", "is_subject", "outlier", "unstable",
+    "evidence",
 )  # fmt: skip
 
 
@@ -147,6 +149,7 @@ def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges 
     )
     steps = pair_points(pts, options)
     steps = mark_changes(mark_reruns(steps, options.session_gap), code_changes)
+    steps = unstable.mark_kernel_changes(steps, code_changes)
     return _Stage(frame, versions, all_points, pts, steps)
 
 
@@ -220,15 +223,16 @@ def judge_stage(
     grouped = group_key(stage.steps)
     noise = _sigmas(calibration if options.calibrate else None, options, grouped)
     aa = grouped.filter(pl.col("aa"))
-    steps = measure(noise(grouped.filter(~pl.col("aa"))))
-    steps = decide(attach_controls(steps, stage.points, noise, options), options)
-    steps, outliers = mark_outliers(steps, options)
-    found = _no_nan(_findings(steps, options))
-    if options.calibrate and calibration is not None and options.baseline is None:
-        found = _with_bridges(found, stage, outliers, calibration, options)
     pts = noise(stage.points).with_columns(
         (pl.col("measured").pow(2) + pl.col("workload_sigma").pow(2) / 2.0).sqrt().alias("sigma")
     )
+    shaky = unstable.detect(pts, grouped, options)
+    steps = measure(noise(grouped.filter(~pl.col("aa"))))
+    steps = decide(attach_controls(steps, stage.points, noise, options), options)
+    steps, outliers = unstable.mark_outliers_and_unstable(steps, shaky, options)
+    found = _no_nan(_findings(steps, options))
+    if options.calibrate and calibration is not None and options.baseline is None:
+        found = _with_bridges(found, stage, outliers, calibration, options, shaky)
     cps = _changepoints(pts, options) if options.changepoints else empty_changepoints()
     steps = _no_nan(_narrow(steps))
     return Judgement(
@@ -238,17 +242,28 @@ def judge_stage(
         versions=stage.versions,
         runs_judged=stage.frame.height,
         coverage=coverage(stage.all_points, steps, options, runs, reruns=aa),
-        quality=pl.concat(
-            [quality(stage.all_points), outliers, rerun_quality(aa)], how="vertical_relaxed"
-        ),
+        quality=_quality(stage, outliers, shaky, aa),
         tradeoffs=_no_nan(_tradeoffs(found, options.session_gap)),
         calibration=calibration,
     )
 
 
+def _quality(
+    stage: _Stage, outliers: pl.DataFrame, shaky: pl.DataFrame, aa: pl.DataFrame
+) -> pl.DataFrame:
+    """Conflicts, then outliers and unstable series (in series order, an unstable row
+    after its series' outliers: the order the stored judgement reads them back in), then
+    A/A pairs."""
+    kept = pl.concat([outliers, unstable.quality(shaky)], how="vertical_relaxed").sort(
+        "partition_id", "provider", "metric", maintain_order=True
+    )
+    parts = [quality(stage.all_points), kept, rerun_quality(aa)]
+    return shaped(pl.concat(parts, how="vertical_relaxed"))
+
+
 def _with_bridges(
     found: pl.DataFrame, stage: _Stage, outliers: pl.DataFrame, calibration: Calibration,
-    options: JudgeOptions,
+    options: JudgeOptions, shaky: pl.DataFrame,
 ) -> pl.DataFrame:  # fmt: skip
     """``found`` and the findings of its bridges (:mod:`kiana.stats.bridges`): the
     sessions on either side of one too noisy to place a change in, judged as one step
@@ -260,7 +275,8 @@ def _with_bridges(
     grouped = group_key(bridges.mark(paired, stage.steps, cands))
     noise = _sigmas(calibration, options, grouped)
     steps = decide(attach_controls(measure(noise(grouped)), stage.points, noise, options), options)
-    judged = _findings(bridges.mark_outliers(steps, outliers), options)
+    steps = unstable.mark(bridges.mark_outliers(steps, outliers), shaky)
+    judged = _findings(steps, options)
     kept = bridges.keep(_no_nan(judged), cands, options)
     if kept.height == 0:
         return found

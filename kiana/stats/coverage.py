@@ -3,7 +3,8 @@
 Silence reads as "all clear", so every judgement says how many series it could
 compare and, for the others, why not: a series with one session has nothing to be
 compared with; one whose sessions all conflict (:mod:`kiana.stats.quality`) is not
-judged; one whose only step is an A/A pair (the same code measured twice,
+judged; one of an unstable sweep series (two levels, :mod:`kiana.stats.unstable`)
+could not be judged; one whose only step is an A/A pair (the same code measured twice,
 :mod:`kiana.stats.reruns`) was measured, not compared; with ``--baseline`` a series
 without a session of that version has no step.
 """
@@ -24,6 +25,7 @@ REASONS: tuple[str, ...] = (
     "one session only",
     "conflicting sessions",
     "same code measured twice only",
+    "in an unstable sweep",
     "no session of the baseline version",
 )
 
@@ -79,7 +81,9 @@ def coverage(
         pl.len().alias("_sessions"),
         (~pl.col("conflict")).sum().alias("_clean"),
     )
-    compared = steps.select(keys).unique().with_columns(pl.lit(True).alias("_compared"))
+    shaky = pl.col("unstable") if "unstable" in steps.columns else pl.lit(False)
+    marked = steps.group_by(keys).agg(shaky.all().alias("_unstable"))
+    compared = marked.with_columns((~pl.col("_unstable")).alias("_compared"))
     measured = (reruns if reruns is not None else steps.clear()).select(keys).unique()
     table = (
         every.join(per_series, on=keys, how="left", nulls_equal=True)
@@ -89,6 +93,7 @@ def coverage(
         )
         .with_columns(
             pl.col("_compared").fill_null(False),
+            pl.col("_unstable").fill_null(False),
             pl.col("_aa").fill_null(False),
         )
     )
@@ -101,9 +106,11 @@ def coverage(
         .then(pl.lit(REASONS[2]))
         .when(pl.col("_sessions") == 1)
         .then(pl.lit(REASONS[1]))
+        .when(pl.col("_unstable"))
+        .then(pl.lit(REASONS[4]))
         .when(pl.col("_aa"))
         .then(pl.lit(REASONS[3]))
-        .otherwise(pl.lit(REASONS[4] if options.baseline else "no step"))
+        .otherwise(pl.lit(REASONS[5] if options.baseline else "no step"))
     )
     table = table.with_columns(reason.alias("_reason"))
     counts = dict(

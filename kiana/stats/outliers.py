@@ -69,7 +69,7 @@ from kiana.stats.controls import control_moved
 from kiana.stats.evidence import pct
 from kiana.stats.options import JudgeOptions
 from kiana.stats.pooling import deviation
-from kiana.stats.quality import QUALITY_COLUMNS
+from kiana.stats.quality import empty_quality, shaped
 from kiana.stats.sessions import session_label
 from kiana.vocabulary import FINDING_KEYS, SERIES_KEYS
 
@@ -78,7 +78,7 @@ def mark_outliers(steps: pl.DataFrame, options: JudgeOptions) -> tuple[pl.DataFr
     """Steps with outlier sessions marked (see the module docstring), and one
     ``quality`` row per outlier session.  ``steps`` are in series and session order."""
     if steps.height == 0 or options.baseline is not None:
-        return steps.with_columns(pl.lit(False).alias("outlier")), _empty_quality()
+        return steps.with_columns(pl.lit(False).alias("outlier")), empty_quality()
     frame = _into(steps, options)
     keys = list(SERIES_KEYS)
     frame = frame.with_columns(
@@ -249,12 +249,5 @@ def _quality(marked: pl.DataFrame) -> pl.DataFrame:
                 + pl.lit(" and back at the next: an outlier, not a change")
             ).alias("message"),
         )
-        .select(QUALITY_COLUMNS)
+        .pipe(shaped)
     )
-
-
-def _empty_quality() -> pl.DataFrame:
-    schema: dict[str, pl.DataType] = {c: pl.String() for c in QUALITY_COLUMNS}
-    schema["runs"] = pl.Int64()
-    schema["ratio"] = pl.Float64()
-    return pl.DataFrame(schema=schema)

@@ -1,8 +1,10 @@
 """Data quality: sessions that were not judged, and why.
 
-Three kinds: ``conflict`` (below), ``outlier`` (one session off its neighbours and
-back, :mod:`kiana.stats.outliers`) and ``rerun`` (an A/A pair, the same code measured
-twice: a noise measurement, :mod:`kiana.stats.reruns`).
+Four kinds (:data:`kiana.vocabulary.QUALITY_KINDS`): ``conflict`` (below), ``outlier``
+(one session off its neighbours and back, :mod:`kiana.stats.outliers`), ``rerun`` (an
+A/A pair, the same code measured twice: a noise measurement, :mod:`kiana.stats.reruns`)
+and ``unstable`` (a whole sweep series that alternates between two levels, with
+``levels`` and ``switches`` set: :mod:`kiana.stats.unstable`).
 
 A session's replicates (one provider's runs of one partition in one sitting, see
 :mod:`kiana.stats.sessions`) must agree within their noise.  When they disagree far
@@ -32,7 +34,30 @@ QUALITY_COLUMNS: tuple[str, ...] = (
     "runs",
     "ratio",
     "message",
+    "levels",
+    "switches",
 )
+#: The dtypes of the ``Judgement.quality`` columns.
+QUALITY_SCHEMA: dict[str, type[pl.DataType]] = {
+    **dict.fromkeys(QUALITY_COLUMNS, pl.String),
+    "runs": pl.Int64,
+    "ratio": pl.Float64,
+    "switches": pl.Int64,
+}
+
+
+def shaped(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` in the columns and dtypes of ``Judgement.quality``, a column it lacks
+    null (``levels`` and ``switches`` are set for ``unstable`` rows only)."""
+    return frame.select(
+        (pl.col(c) if c in frame.columns else pl.lit(None)).cast(t).alias(c)
+        for c, t in QUALITY_SCHEMA.items()
+    )
+
+
+def empty_quality() -> pl.DataFrame:
+    """``Judgement.quality`` without rows."""
+    return pl.DataFrame(schema={c: t() for c, t in QUALITY_SCHEMA.items()})
 
 
 def quality(points: pl.DataFrame) -> pl.DataFrame:
@@ -56,5 +81,5 @@ def quality(points: pl.DataFrame) -> pl.DataFrame:
             ).alias("message")
         )
         .sort("kernel", "pass", "provider", "gpu", "workload", "metric", "session")
-        .select(QUALITY_COLUMNS)
+        .pipe(shaped)
     )

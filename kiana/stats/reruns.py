@@ -25,7 +25,7 @@ from datetime import timedelta
 import polars as pl
 
 from kiana.stats.evidence import pct
-from kiana.stats.quality import QUALITY_COLUMNS
+from kiana.stats.quality import shaped
 
 #: ``<commit>:<csv>``: a commit (7-40 hex digits), a colon, the file.
 _COMMIT = r"^([0-9a-fA-F]{7,40}):"
@@ -100,4 +100,4 @@ def rerun_quality(steps: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None, pl.String).alias("partition_id"),
         pl.col("to_session").alias("session"),
         message.alias("message"),
-    ).select(QUALITY_COLUMNS)
+    ).pipe(shaped)

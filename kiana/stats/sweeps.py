@@ -22,6 +22,8 @@ under test, :mod:`kiana.harness`: Liger's ``liger``, ``liger_*``), a *baseline* 
 other.  In order:
 
 ==================  =====================================================================
+``unstable``        the sweep series alternates between two levels without a change of
+                    its code (:mod:`kiana.stats.unstable`): ``inconclusive``, its levels said
 ``outlier``         every step touches an outlier session (:mod:`kiana.stats.outliers`):
                     ``inconclusive``
 ``benchmark``       a baseline whose benchmark changed (:mod:`kiana.stats.codechanges`)
@@ -85,6 +87,7 @@ from kiana.stats.controls import control_moved
 from kiana.stats.evidence import control_clause, finding_noise, fold_baselines, pct
 from kiana.stats.options import JudgeOptions
 from kiana.stats.pooling import KEYS, sign_confidence
+from kiana.stats.unstable import finding_marks
 from kiana.vocabulary import FINDING_KEYS, verdict_rank
 
 #: The columns of ``Judgement.findings``, in order.
@@ -204,6 +207,7 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
     shown = _smallest_flagged(basis["se"], options)
     gross = f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone"
     return (
+        Rule("unstable", pl.col("_unstable"), pl.lit("inconclusive"), **basis, sentence=pl.col("_unstable_note")),
         Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), **basis,
              sentence=_text("every workload's step touches an outlier session (one session off its neighbours and back at the next): not a change")),
         Rule("benchmark", ~subject & changed & R, _direction(raw), **_on("raw"),
@@ -287,7 +291,7 @@ def findings(steps: pl.DataFrame, options: JudgeOptions | None = None) -> pl.Dat
     options = options or JudgeOptions()
     if steps.height == 0:
         return pl.DataFrame(schema=_schema())
-    g = aggregate(steps, options)
+    g = finding_marks(aggregate(steps, options), steps)
     table = rules(options)
     g = g.with_columns(
         _pick(table, "name").alias("basis"),
@@ -362,7 +366,8 @@ def _reruns(options: JudgeOptions) -> pl.Expr:
         .otherwise(pl.col("_raw_measured2"))
     )
     return (
-        pl.when((pl.col("verdict") == "inconclusive") & (fixed2 < target2) & (noise2 > 0))
+        pl.when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable")
+                & (fixed2 < target2) & (noise2 > 0))
         .then((pl.col("_runs") * noise2 / (pl.lit(target2) - fixed2)).ceil())
         .otherwise(None)
     )  # fmt: skip
@@ -378,7 +383,7 @@ def _evidence(options: JudgeOptions) -> pl.Expr:
     reruns = (
         pl.when(pl.col("reruns").is_not_null())
         .then(pl.lit("; about ") + pl.col("reruns").cast(pl.String) + pl.lit(f" run(s) per session on each side would resolve a {t} change"))
-        .when(pl.col("verdict") == "inconclusive")
+        .when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable"))
         .then(pl.lit("; the workloads or the sittings scatter too much: reruns alone will not resolve it"))
         .otherwise(pl.lit(""))
     )  # fmt: skip

@@ -31,6 +31,7 @@ CASES = {
     "regressed": _result("regression"),
     "unjudged_rows": _result(None, refused=2),
     "unplaced": _result("regression", "bridge"),
+    "unstable": _result("inconclusive", "unstable"),
     "uncertain": _result("inconclusive", "inconclusive"),
     None: _result("unchanged", "unchanged"),
 }
@@ -64,3 +65,9 @@ def test_the_terminal_line_names_its_exit_code_unless_passed() -> None:
     assert CASES["uncertain"].outcome.line().startswith("COULD NOT JUDGE: 1 Liger finding")
     assert CASES["uncertain"].outcome.line().endswith("(exit 3)")
     assert CASES[None].outcome.line().startswith("passed: no Liger regression")
+
+
+def test_a_head_finding_of_an_unstable_series_could_not_be_judged() -> None:
+    said = CASES["unstable"].outcome
+    assert said.exit_code == 3 and said.status == "could not judge"
+    assert "unstable, could not judge" in said.reason
