@@ -159,10 +159,21 @@ def lone_z(k: pl.Expr, separation: float) -> pl.Expr:
     return k.clip(1, 256).replace_strict(table, return_dtype=pl.Float64)
 
 
+#: Sweeps of at most this many signed workloads get the exact tail (integer sums,
+#: one correctly rounded division); longer ones scipy's regularized incomplete beta.
+EXACT_SIGN_MAX = 1000
+
+
 def sign_confidence(agree: np.ndarray, total: np.ndarray) -> np.ndarray:
     """``1 - P(Binomial(total, 1/2) >= agree)`` elementwise; 0 where total is 0.
 
-    Exact, computed once per distinct (agree, total) pair (sweeps are short)."""
+    Computed once per distinct (agree, total) pair.  Up to :data:`EXACT_SIGN_MAX`
+    workloads it is exact: ``sum_j C(n, j)`` over ``j >= agree`` divided by ``2**n`` as
+    integers (Python's int division rounds correctly and never overflows; ``2.0**n``
+    did past 1,023 workloads).  Beyond, it is ``P(Binomial(n, 1/2) <= agree - 1)`` by
+    :func:`scipy.special.bdtr` (the regularized incomplete beta ``I_{1/2}(n - k + 1, k)``,
+    Abramowitz & Stegun 26.5.24), finite at any ``n``; the tests compare both with
+    :class:`fractions.Fraction` sums."""
     agree = np.asarray(agree, dtype=np.int64)
     total = np.asarray(total, dtype=np.int64)
     out = np.zeros(agree.shape, dtype=np.float64)
@@ -170,11 +181,18 @@ def sign_confidence(agree: np.ndarray, total: np.ndarray) -> np.ndarray:
         return out
     pairs, inverse = np.unique(np.stack([agree, total], axis=1), axis=0, return_inverse=True)
     values = np.zeros(len(pairs), dtype=np.float64)
+    long = pairs[:, 1] > EXACT_SIGN_MAX
     for i, (k, n) in enumerate(pairs.tolist()):
-        if n <= 0:
+        if n <= 0 or n > EXACT_SIGN_MAX:
             continue
         k = max(int(k), 0)
-        tail = sum(math.comb(n, j) for j in range(k, n + 1)) / 2.0**n
+        tail = sum(math.comb(n, j) for j in range(k, n + 1)) / (1 << n)
         values[i] = min(1.0, max(0.0, 1.0 - tail))
+    if long.any():
+        from scipy.special import bdtr
+
+        k, n = np.clip(pairs[long, 0], 0, None), pairs[long, 1]
+        below = np.where(k > 0, bdtr(np.maximum(k - 1, 0), n, 0.5), 0.0)
+        values[long] = np.clip(below, 0.0, 1.0)
     out[:] = values[np.asarray(inverse).reshape(-1)]
     return out
