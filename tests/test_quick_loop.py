@@ -25,12 +25,14 @@ def test_quick():
 """
 
 
-def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str) -> Any:
+def _run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str, *args: str
+) -> Any:
     """``source`` run by pytest with the quick loop's rule at 0.1 s."""
     monkeypatch.setenv("KIANA_TEST_SECONDS", "0.1")
     pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
     pytester.makepyfile(source)
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop", *args)
 
 
 FIXTURES = """
@@ -73,3 +75,31 @@ def test_the_slow_unmarked_test_fails_and_only_it(
     result = _run(pytester, monkeypatch, source)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines([said])
+
+
+@pytest.mark.heavy  # a pytest run inside the run
+def test_the_full_run_does_not_time_tests(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``KIANA_TEST_SECONDS`` and without a ``-m`` that drops the heavy tests (CI's
+    full run), no test fails for its speed."""
+    monkeypatch.delenv("KIANA_TEST_SECONDS", raising=False)
+    pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
+    pytester.makepyfile("import time\n\ndef test_slow():\n    time.sleep(3.2)\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "tests.quickloop")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.heavy  # a pytest run inside the run
+def test_the_quick_loop_times_tests_by_default(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-m "not heavy"`` without ``KIANA_TEST_SECONDS`` applies the 3 s default: a
+    4 s test fails."""
+    pytester.makeini("[pytest]\nmarkers =\n    heavy: slow\n")
+    monkeypatch.delenv("KIANA_TEST_SECONDS", raising=False)
+    pytester.makepyfile("import time\n\ndef test_slow():\n    time.sleep(3.2)\n")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "tests.quickloop", "-m", "not heavy"
+    )
+    result.assert_outcomes(failed=1)

@@ -171,14 +171,14 @@ def _output(analysis: Analysis, args: argparse.Namespace, repo: Path | None) -> 
 
 
 def _pct(value: float | None, *, signed: bool = True) -> str:
-    from kiana.report.text import percent
+    from kiana.findings.wording import percent
 
     return percent(value, signed=signed)
 
 
 def _versions(row: dict[str, object]) -> str:
     """``0.8.0 (2026-06-16) → 0.8.0 (2026-07-05)``."""
-    from kiana.report.text import step_label
+    from kiana.findings.wording import step_label
 
     return step_label(row)
 
@@ -214,7 +214,7 @@ def _print_findings(shown: pl.DataFrame, width: int | None, limit: int) -> None:
     aligned line per finding when that fits, else two (what and how much; where, when
     and against what), then its evidence wrapped and its first culprits."""
     from kiana.commands.layout import INDENT, fit, pack, wrap
-    from kiana.report.text import finding_table
+    from kiana.findings.wording import finding_table
 
     head = shown.head(limit)
     rows = _cells(finding_table(head))

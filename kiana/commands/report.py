@@ -89,7 +89,7 @@ def collect(
     if analysis.judged.shards > 1:  # only what the charts draw, and every shard's totals
         from kiana.report.totals import bounded
 
-        judgement, runs, known = bounded(analysis, options)
+        judgement, runs, known = bounded(analysis.judged, analysis.findings, options)
     else:
         judgement = dataclasses.replace(analysis.judgement, findings=analysis.findings)
         runs = analysis.runs

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiana.errors import InputError
-from kiana.importers.git import refusal
-from kiana.importers.gitread import read_blobs, tree_entries
+from kiana.importers.gitread import read_blobs, refusal, tree_entries
 from kiana.importers.liger import MAX_CSV_BYTES, read_csv_file
 from kiana.safe import terminal
 

@@ -42,7 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiana.errors import InputError
-from kiana.importers.gitread import REGULAR_MODES, read_blobs, resolve_commits
+from kiana.importers.gitread import (
+    REGULAR_MODES,
+    read_blobs,
+    refusal,
+    resolve_commits,
+    touched_files,
+)
 from kiana.importers.liger import MAX_CSV_BYTES, NotLigerCsvError, read_csv_file, read_rows
 from kiana.importers.rows import Row, Skipped
 from kiana.safe import excerpt
@@ -162,8 +168,6 @@ def _plain_ref(ref: str) -> bool:
 def git_files(repo: Path, refs: Sequence[tuple[str, str]]) -> Iterator[CiFile]:
     """Every version of :data:`CI_PATHSPEC` that a commit of ``refs`` added or changed,
     oldest first, each distinct (path, blob) once."""
-    from kiana.importers.git import refusal, touched_files
-
     versions: dict[tuple[str, str], tuple[str, str]] = {}
     for _, sha in refs:
         for commit, paths in touched_files(repo, sha, CI_PATHSPEC):

@@ -39,12 +39,12 @@ from packaging.version import InvalidVersion, Version
 from kiana.errors import InputError
 from kiana.importers.ci import CiRows
 from kiana.importers.gitread import (
-    MODE_NAMES,
     REGULAR_MODES,
     git,
-    parse_raw,
     read_blobs,
+    refusal,
     shallow_warning,
+    touched_files,
 )
 from kiana.importers.liger import (
     MAX_CSV_BYTES,
@@ -54,7 +54,6 @@ from kiana.importers.liger import (
     read_rows,
 )
 from kiana.importers.rows import Row, Skipped
-from kiana.safe import excerpt, terminal
 
 __all__ = ["PATHSPEC", "CsvVersion", "GitImportResult", "csv_versions", "git", "import_git"]
 
@@ -94,40 +93,6 @@ class GitImportResult:
     ci: CiRows | None = None
 
 
-def touched_files(
-    repo: Path, rev: str | None = None, pathspec: str = PATHSPEC
-) -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """(commit, [(path, mode, blob)] it added or changed under ``pathspec``), oldest
-    commit first; read NUL-separated (``-z``), so any file name is read as it is."""
-    if not repo.is_dir():
-        raise InputError(f"{terminal(repo)}: not a directory", hint="pass a Liger-Kernel checkout")
-    if rev is not None and rev.startswith("-"):
-        raise InputError(
-            f"--rev {excerpt(rev)}: a revision range cannot start with '-'",
-            hint="give commits, tags or ranges such as v0.4.0..main",
-        )
-    out = git(
-        repo,
-        "log",
-        "--reverse",
-        "-z",
-        "--format=%x00%H",
-        "--raw",
-        "--no-abbrev",
-        "--no-renames",
-        "--diff-merges=first-parent",
-        rev or "HEAD",
-        "--",
-        pathspec,
-    )
-    commits = []
-    for commit, changes in parse_raw(out):
-        paths = [(path, mode, blob) for path, mode, blob, status in changes if status != "D"]
-        if paths:
-            commits.append((commit, paths))
-    return commits
-
-
 def release_at(repo: Path, commit: str) -> str | None:
     """The Liger release a commit's packaging files name, if any."""
     for path, pattern in _VERSION_FILES:
@@ -141,18 +106,11 @@ def release_at(repo: Path, commit: str) -> str | None:
     return None
 
 
-def refusal(path: str, mode: str) -> str | None:
-    """Why a tree entry of ``mode`` is not read as a CSV (None: a regular file)."""
-    if mode in REGULAR_MODES:
-        return None
-    return f"{MODE_NAMES.get(mode, 'not a regular file')} in git (mode {mode}): not read"
-
-
 def csv_versions(repo: Path, rev: str | None = None) -> Iterator[CsvVersion]:
     """Every version of a CSV that a commit of ``rev`` added or changed, oldest first.
     A link or submodule is a version with ``refused`` set and no text; a blob larger
     than :data:`~kiana.importers.liger.MAX_CSV_BYTES` too."""
-    touched = touched_files(repo, rev)
+    touched = touched_files(repo, rev, PATHSPEC)
     blobs = read_blobs(
         repo, (b for _, paths in touched for _, m, b in paths if m in REGULAR_MODES), MAX_CSV_BYTES
     )

@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from kiana.errors import InputError, KianaError
-from kiana.safe import terminal
+from kiana.safe import excerpt, terminal
 
 #: A regular file's mode in git (``100755``: executable, also regular).
 REGULAR_MODES = ("100644", "100755")
@@ -218,3 +218,44 @@ def resolve_commits(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
         if len(fields) == 3 and fields[1] == "commit" and len(fields[0]) == 40:
             found[name] = fields[0]
     return found
+
+
+def touched_files(
+    repo: Path, rev: str | None, pathspec: str
+) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """(commit, [(path, mode, blob)] it added or changed under ``pathspec``), oldest
+    commit first; read NUL-separated (``-z``), so any file name is read as it is."""
+    if not repo.is_dir():
+        raise InputError(f"{terminal(repo)}: not a directory", hint="pass a Liger-Kernel checkout")
+    if rev is not None and rev.startswith("-"):
+        raise InputError(
+            f"--rev {excerpt(rev)}: a revision range cannot start with '-'",
+            hint="give commits, tags or ranges such as v0.4.0..main",
+        )
+    out = git(
+        repo,
+        "log",
+        "--reverse",
+        "-z",
+        "--format=%x00%H",
+        "--raw",
+        "--no-abbrev",
+        "--no-renames",
+        "--diff-merges=first-parent",
+        rev or "HEAD",
+        "--",
+        pathspec,
+    )
+    commits = []
+    for commit, changes in parse_raw(out):
+        paths = [(path, mode, blob) for path, mode, blob, status in changes if status != "D"]
+        if paths:
+            commits.append((commit, paths))
+    return commits
+
+
+def refusal(path: str, mode: str) -> str | None:
+    """Why a tree entry of ``mode`` is not read as a CSV (None: a regular file)."""
+    if mode in REGULAR_MODES:
+        return None
+    return f"{MODE_NAMES.get(mode, 'not a regular file')} in git (mode {mode}): not read"

@@ -7,21 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
 from kiana.errors import KianaError
+from kiana.findings.counts import Counts, folded_expr, listed_expr
 from kiana.load.quality import DataQuality
-from kiana.pipeline import Counts, folded_expr, listed_expr
 from kiana.report import frames
+from kiana.report.known import Totals
 from kiana.report.listing import Listing, listing, ordered
 from kiana.stats import Judgement, JudgeOptions
 from kiana.stats.versions import version_table
 from kiana.vocabulary import is_bridge
-
-if TYPE_CHECKING:
-    from kiana.report.totals import Totals
 
 
 def _now() -> datetime:
@@ -127,7 +125,7 @@ def sort_findings(findings: pl.DataFrame) -> pl.DataFrame:
     """Most important first: by verdict (in :data:`kiana.vocabulary.VERDICTS` order),
     then impact, then the size of the median change (:func:`kiana.report.listing.ordered`;
     ties keep their order); folded baseline drift left out (:func:`own_findings`).
-    ``listed``: what every surface lists by default (:func:`kiana.pipeline.listed_expr`,
+    ``listed``: what every surface lists by default (:func:`kiana.findings.counts.listed_expr`,
     the rule of ``kiana regressions``).  The page reads every finding through
     :func:`findings_listing` instead, which keeps the rows it shows only."""
     findings = own_findings(findings)
@@ -194,7 +192,7 @@ def gather(data: ReportData) -> Gathered:
     if data.totals is None:
         whole = run_counts(runs, steps.height)
         pairs, versions = frames.speedup_frame(runs), versions_frame(runs)
-        spread = _spread(runs.filter(pl.col("status") == "passed"))
+        spread = spread_frame(runs.filter(pl.col("status") == "passed"))
     else:  # runs and steps are the charts' only: every shard's totals
         known = data.totals
         whole, pairs, versions, spread = known.counts, known.speedups, known.versions, known.spread
@@ -244,7 +242,7 @@ def run_counts(runs: pl.DataFrame, steps: int) -> dict[str, int]:
     }
 
 
-def _spread(passed: pl.DataFrame) -> pl.DataFrame:
+def spread_frame(passed: pl.DataFrame) -> pl.DataFrame:
     """Per GPU: latency runs, share with p20 = p80 (no noise information) and share
     with no p20/p80 recorded at all."""
     latency = passed.filter(pl.col("metric") == "latency")

@@ -11,7 +11,7 @@ made of a few thousand rows, and each row is copied once.
 The order is :func:`kiana.report.data.sort_findings`' (verdict, impact, size of the
 median change, then kernel, pass, provider, GPU, ties in the judge's order), ``rank``
 the position among the findings of their own (folded baseline drift left out), and
-``listed`` :func:`kiana.pipeline.listed_expr`: a row of a :class:`Table` is the row of
+``listed`` :func:`kiana.findings.counts.listed_expr`: a row of a :class:`Table` is the row of
 ``sort_findings(findings)`` of the same rank (``tests/report/test_listing.py``).
 
 >>> import polars as pl
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.pipeline import Counts, count_findings, folded_expr, listed_expr
+from kiana.findings.counts import Counts, count_findings, folded_expr, listed_expr
 from kiana.vocabulary import verdict_rank
 
 #: The columns of a finding that order, count and filter it (those the frame has).
@@ -69,7 +69,7 @@ class Table:
     rows: pl.DataFrame  #: its first findings, most important first, with ``rank``, ``listed``
     height: int  #: every finding of its own of the metric (the table's total)
     options: dict[str, list[str]]  #: every value of :data:`FILTERS` among them, sorted
-    counts: Counts  #: :func:`kiana.pipeline.count_findings` of the metric's findings
+    counts: Counts  #: :func:`kiana.findings.counts.count_findings` of the metric's findings
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ import polars as pl
 
 from kiana import __version__
 from kiana.errors import KianaError
+from kiana.findings.counts import Counts
+from kiana.findings.wording import plain_sentence, step_label, workloads_text
 from kiana.harness import display_name
-from kiana.pipeline import Counts
 from kiana.report import assets, charts, frames
 from kiana.report.appendix import provenance, quality_section
 from kiana.report.components import (
@@ -41,14 +42,7 @@ from kiana.report.components import (
 from kiana.report.culprits import culprits_html
 from kiana.report.data import Gathered, ReportData, gather
 from kiana.report.listing import Table
-from kiana.report.text import (
-    coverage_line,
-    coverage_text,
-    headline,
-    plain_sentence,
-    step_label,
-    workloads_text,
-)
+from kiana.report.text import coverage_line, coverage_text, headline
 from kiana.stats import JudgeOptions
 from kiana.vocabulary import VERDICTS, is_bridge
 
@@ -107,7 +101,7 @@ def findings_table(found: Table, charted: set[int], *, table_id: str, limit: int
     :func:`kiana.report.data.sort_findings`' order), listing by default what ``kiana
     regressions`` lists (its ``listed`` column), with what the default hides and what
     is folded said under its filters (``found.counts``:
-    :func:`kiana.pipeline.count_findings` of the same findings)."""
+    :func:`kiana.findings.counts.count_findings` of the same findings)."""
     shown, cap = capped(found.rows, limit, "findings", total=found.height)
     rows = [
         Row(_finding_cells(r, charted), {"listed": "yes" if r.get("listed") else "no"})
@@ -165,7 +159,7 @@ def _step_cell(r: dict[str, Any]) -> Cell:
 
 def listed_text(counts: Counts) -> Html:
     """What the table lists by default and what it does not, in the words and numbers
-    of ``kiana regressions`` (:class:`kiana.pipeline.Counts`)."""
+    of ``kiana regressions`` (:class:`kiana.findings.counts.Counts`)."""
     text = "By default the table lists what kiana regressions lists"
     if unlisted := counts.not_listed():
         text += f"; not listed: {unlisted} (verdict 'all' shows them)"

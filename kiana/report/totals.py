@@ -29,43 +29,26 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from kiana.report import frames
-from kiana.report.data import RUN_COUNTS, _spread, chart_scopes
-from kiana.report.listing import Listing, listing
+from kiana.report.data import RUN_COUNTS, chart_scopes, spread_frame
+from kiana.report.known import Totals
+from kiana.report.listing import listing
 from kiana.shards.results import own_buffers
 from kiana.stats.versions import version_table
 from kiana.vocabulary import FINDING_KEYS
 
 if TYPE_CHECKING:
-    from kiana.pipeline import Analysis
     from kiana.report.data import ReportOptions
+    from kiana.shards import Judged
     from kiana.stats import Judgement
 
 #: The columns of a run the counts, versions and spread read (those a shard has).
 COUNTED: tuple[str, ...] = ("partition_id", "kernel", "gpu", "harness", "status", "metric")
 COUNTED += ("version", "observed_at", "median", "p20", "p80")
-
-
-@dataclass(frozen=True)
-class Totals:
-    """What the page says about every run and step when ``ReportData.runs`` and
-    ``judgement.steps`` hold only what the charts draw (see the module docstring)."""
-
-    counts: dict[str, int]  #: ``data.RUN_COUNTS``: runs, partitions, ..., steps
-    versions: pl.DataFrame  #: as ``data.versions_frame`` of every run
-    speedups: pl.DataFrame  #: as ``frames.speedup_frame`` of every run
-    spread: pl.DataFrame  #: as ``data._spread`` of every passed run
-    kernels: tuple[str, ...] = ()
-    gpus: tuple[str, ...] = ()
-    harnesses: tuple[str | None, ...] = ()  #: every run's harness (None: none named)
-    #: What the page shows of every finding, when ``judgement.findings`` holds the
-    #: rows shown only (:func:`bounded`).
-    listing: Listing | None = None
 
 
 def _columns(runs: pl.DataFrame, wanted: tuple[str, ...]) -> list[str]:
@@ -121,7 +104,7 @@ def _totals(
         )
         eligible = runs.filter(_eligible())
         paired.append(own_buffers(eligible.group_by("version").agg(pl.col("observed_at").min())))
-        spreads.append(own_buffers(_spread(passed)))
+        spreads.append(own_buffers(spread_frame(passed)))
         del runs, passed, eligible
     first = _merged(firsts, runs=True)
     versions = version_table(first).join(first.select("version", "runs"), on="version")
@@ -156,15 +139,17 @@ def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical_relaxed")
 
 
-def bounded(analysis: Analysis, options: ReportOptions) -> tuple[Judgement, pl.DataFrame, Totals]:
-    """The judgement with the findings the page shows and the charted findings' steps
+def bounded(
+    judged: Judged, findings: pl.DataFrame, options: ReportOptions
+) -> tuple[Judgement, pl.DataFrame, Totals]:
+    """The judgement (``judged``, of :attr:`kiana.pipeline.Analysis.judged`) with the
+    ``findings`` the page shows and the charted findings' steps
     only (everything else whole), the runs of the kernels, passes, GPUs and metrics
     they chart, and the :class:`Totals` of every shard, with the
     :class:`~kiana.report.listing.Listing` of every finding.  Through
     :class:`~kiana.shards.Judged`'s own readers (``runs()``, ``steps()``), one shard at
     a time, so a judgement on disk or stored in the database reads the same."""
-    judged = analysis.judged
-    shown = listing(analysis.findings, top=options.top, rows=options.table_rows)
+    shown = listing(findings, top=options.top, rows=options.table_rows)
     steps, counted = _charted_steps(judged.steps(), shown.charted)
     judgement = dataclasses.replace(judged.judgement(steps), findings=shown.rows())
     known, kept = _totals(judged.runs, counted, chart_scopes(steps, shown.charted))

@@ -243,8 +243,8 @@ def test_report_and_cli_name_each_session_source() -> None:
     import polars as pl
 
     from kiana.culprits.recorded import with_sources
+    from kiana.findings.wording import step_label
     from kiana.report.appendix import sources_table
-    from kiana.report.text import step_label
 
     sha = "7644a0fc696d9d191e37e71d093fc24bf6af861b"
     findings = with_sources(pl.DataFrame({

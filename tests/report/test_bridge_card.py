@@ -12,8 +12,8 @@ import pytest
 import kiana
 import kiana.charts
 from kiana.commands.report import collect
+from kiana.findings.wording import plain_sentence
 from kiana.report import ReportOptions, render
-from kiana.report.text import plain_sentence
 from kiana.stats import JudgeOptions
 from tests.stats_fixtures import realistic_corpus
 

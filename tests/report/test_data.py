@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 
 from kiana.errors import DatabaseError
+from kiana.findings.wording import step_label
 from kiana.load import quality
 from kiana.report import ReportData, coverage_line, headline, render
 from kiana.report.data import coverage, gather, not_judged
-from kiana.report.text import step_label
 from kiana.stats import Judgement
 from kiana.stats.coverage import Coverage
 from tests.report_fixtures import (

@@ -1,5 +1,5 @@
 """The report lists what ``kiana regressions`` lists, by the one rule of
-:func:`kiana.pipeline.listed_expr`, and says what it does not list and what it folds
+:func:`kiana.findings.counts.listed_expr`, and says what it does not list and what it folds
 with the CLI's numbers: on ``data/`` and on Liger's real CSVs."""
 
 from __future__ import annotations

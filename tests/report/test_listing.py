@@ -12,7 +12,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import kiana
-from kiana.pipeline import count_findings, listed_expr
+from kiana.findings.counts import count_findings, listed_expr
 from kiana.report.data import sort_findings
 from kiana.report.listing import FILTERS, Listing, listing
 

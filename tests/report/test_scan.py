@@ -8,12 +8,12 @@ import re
 
 import polars as pl
 
+from kiana.findings.wording import plain_sentence
 from kiana.report import ReportData, assets, components, page
 from kiana.report.charts import sweep_spec
 from kiana.report.culprits import culprits_html
 from kiana.report.data import gather
 from kiana.report.listing import listing
-from kiana.report.text import plain_sentence
 from kiana.stats import Judgement
 from tests.report_fixtures import sample_findings, sample_runs, sample_steps
 

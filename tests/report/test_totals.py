@@ -22,7 +22,7 @@ from kiana import report
 from kiana.commands.report import collect
 from kiana.generate import CorpusConfig, generate, write_corpus
 from kiana.report import ReportData, frames
-from kiana.report.data import _spread, gather, versions_frame
+from kiana.report.data import gather, spread_frame, versions_frame
 from kiana.report.totals import totals
 from tests.conftest import ROOT
 from tests.report.scan_fixtures import report_rows
@@ -66,7 +66,7 @@ def test_totals_of_shards_are_the_totals_of_every_run() -> None:
     assert (known.kernels, known.gpus) == (("rms_norm",), ("A", "B"))
     assert known.harnesses == ("liger-kernel-bench",)
     assert_frame_equal(known.versions, versions_frame(runs))
-    assert_frame_equal(known.spread, _spread(passed))
+    assert_frame_equal(known.spread, spread_frame(passed))
     assert_frame_equal(known.speedups, frames.speedup_frame(runs))
 
 
