@@ -7,8 +7,11 @@
     analysis = kiana.analyze(con)           # what kiana regressions / report / gate show
     analysis.findings                       # .steps, .quality, .coverage, .runs, ...
 
-``kiana.analyze`` is the one pipeline every command uses (:mod:`kiana.pipeline`);
-``kiana.judge`` is its statistics alone, for a runs frame you built yourself.
+``kiana.analyze`` is the one pipeline every command uses (:mod:`kiana.pipeline`): the
+one way to a verdict.  It reads what the database knows beside the runs (the sessions'
+origins, the code changes ``kiana import liger --git`` recorded, the culprits); the
+statistics alone (:func:`kiana.stats.judge`) are not exported here, since a runs frame
+without those reaches other verdicts than every command shows.
 
 Names are imported on first use, so ``import kiana`` (and the CLI) start quickly.
 """
@@ -34,7 +37,6 @@ _LAZY: dict[str, str] = {
     "generate": "kiana.generate",
     "CorpusConfig": "kiana.generate",
     "write_corpus": "kiana.generate",
-    "judge": "kiana.stats",
     "analyze": "kiana.pipeline",
     "Analysis": "kiana.pipeline",
     "Selection": "kiana.pipeline",
@@ -65,7 +67,6 @@ __all__ = [
     "ensure_comparable",
     "ensure_one_partition",
     "generate",
-    "judge",
     "load_documents",
     "load_paths",
     "partitions",
@@ -92,7 +93,7 @@ if TYPE_CHECKING:
     from kiana.load import LoadSummary, connect, load_documents, runs
     from kiana.load import load as load_paths
     from kiana.pipeline import Analysis, Selection, analyze
-    from kiana.stats import JudgeOptions, judge
+    from kiana.stats import JudgeOptions
 
 
 #: Public name -> name inside its module, where they differ (``kiana.load`` is the

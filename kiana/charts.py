@@ -4,14 +4,14 @@ Each takes the polars frames the API returns and gives an Altair chart, made wit
 Altair's ``from_dict`` from the very Vega-Lite spec the report draws
 (:mod:`kiana.report.charts`)::
 
-    runs = kiana.runs(con)
-    result = kiana.judge(runs)
-    row = result.findings.row(0, named=True)
-    kiana.charts.finding(runs, result.steps, row)      # series + sweep side by side
+    analysis = kiana.analyze(con)
+    runs, steps = analysis.runs, analysis.judgement.steps
+    row = analysis.findings.row(0, named=True)
+    kiana.charts.finding(runs, steps, row)              # series + sweep side by side
     kiana.charts.series(runs, partition_id=..., step=("0.5.0", "0.6.0"))
-    kiana.charts.sweep(result.steps, row)
+    kiana.charts.sweep(steps, row)
     kiana.charts.speedup(runs)                          # the code under test over its baselines
-    kiana.charts.overview(result.findings)              # kernel x GPU heat map
+    kiana.charts.overview(analysis.findings)            # kernel x GPU heat map
 
 Altair is imported inside the functions, so ``import kiana.charts`` stays light.
 

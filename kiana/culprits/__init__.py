@@ -4,19 +4,18 @@ for a finding.
 * :func:`provenance` (:mod:`kiana.culprits.recorded`): ``run_id``, ``liger_commit``,
   ``liger_csv`` of every run, from the labels ``kiana import liger --git`` writes;
 * :func:`annotate` (:mod:`kiana.culprits.rank`): findings or steps of
-  :func:`kiana.stats.judge` with their ranked ``culprits`` (commits touching the
+  :func:`kiana.analyze` with their ranked ``culprits`` (commits touching the
   kernel's files, :mod:`kiana.culprits.layout`) and a ``git log`` command listing them;
 * :mod:`kiana.culprits.gate`: the pull-request gate behind ``kiana gate``.
 
 ```python
 import kiana
-from kiana.culprits import annotate, provenance
-from kiana.load.judged import judged_runs
+from kiana.culprits import provenance
 
 con = kiana.connect("kiana.duckdb")  # kiana import liger --git ~/Liger-Kernel --db ...
 provenance(con)  # run_id, liger_commit, liger_csv
-findings = annotate(kiana.judge(judged_runs(con)).findings, Path("~/Liger-Kernel").expanduser())
-findings.select("kernel", "verdict", "culprits")
+analysis = kiana.analyze(con, git=Path("~/Liger-Kernel").expanduser())
+analysis.findings.select("kernel", "verdict", "culprits")  # ranked by annotate
 ```
 """
 

@@ -3,10 +3,10 @@
 Rendering is a function of its data.  Whoever calls it gathers the data (the CLI in
 ``kiana.commands.report.collect``; in a notebook)::
 
-    runs = kiana.load.judged.judged_runs(con)      # or kiana.runs(con)
-    judgement = kiana.judge(runs, judge_options)
+    analysis = kiana.analyze(con, judge_options)
     data = kiana.report.ReportData(
-        runs, judgement, judge_options, quality=kiana.load.quality.collect(con)
+        analysis.runs, analysis.judgement, judge_options,
+        quality=kiana.load.quality.collect(con),
     )
     kiana.report.write("report.html", kiana.report.render(data))
 
