@@ -165,10 +165,11 @@ def imported(tmp_path: Path) -> Imported:
 @pytest.mark.heavy
 def test_provenance_names_the_commit_and_file_of_every_run(imported: Imported) -> None:
     frame = provenance(imported.con)
-    assert frame.columns == ["run_id", "liger_commit", "liger_csv"]
+    assert frame.columns == ["run_id", "liger_commit", "liger_csv", "source"]
     assert frame.height == kiana.runs(imported.con).height == 16
     assert set(frame["liger_commit"]) == {imported.shas["base"], imported.shas["pr"]}
     assert set(frame["liger_csv"]) == {CSV}
+    assert set(frame["source"]) == {"benchmark/data"}
 
 
 def test_provenance_of_documents_without_labels_is_null(tmp_path: Path) -> None:
