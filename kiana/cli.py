@@ -26,9 +26,10 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import ModuleType
 
 from kiana._version import __version__
+from kiana.commands import interrupts
 from kiana.errors import KianaError
 from kiana.safe import terminal
 
@@ -121,33 +122,14 @@ def _reject_unknown(
     command.error(f"unrecognized arguments: {terminal(' '.join(extra))}; see {command.prog} --help")
 
 
-_ctrl_c = False
-
-
-def _note_ctrl_c(signum: int, frame: FrameType | None) -> None:
-    """Python's own SIGINT handler (it raises ``KeyboardInterrupt``), which also
-    records that Ctrl-C came: DuckDB turns a Ctrl-C during a query into an error of its
-    own, and code that puts a DuckDB error aside (the reset of the memory limit after a
-    load, say) would otherwise lose it and exit 0."""
-    global _ctrl_c
-    _ctrl_c = True
-    signal.default_int_handler(signum, frame)
-
-
-def ctrl_c_came() -> bool:
-    """Whether Ctrl-C came while this ``main`` ran a command, even if it was caught."""
-    return _ctrl_c
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``kiana`` command; its exit status (:data:`EXIT_CODES`)."""
-    global _ctrl_c
-    _ctrl_c = False
+    interrupts.reset()
     previous = signal.getsignal(signal.SIGINT)
     ours = previous is signal.default_int_handler  # an ignored SIGINT stays ignored
     if ours:
         try:
-            signal.signal(signal.SIGINT, _note_ctrl_c)
+            signal.signal(signal.SIGINT, interrupts.note_ctrl_c)
         except ValueError:  # not the main thread: Python's handler stays
             ours = False
     try:
@@ -177,7 +159,7 @@ def _main(argv: Sequence[str] | None) -> int:
             code: int = args._run(args)
     except KianaError as exc:
         discard_new_database(fresh)
-        if interrupted(exc):
+        if interrupts.interrupted(exc):
             return _failed(args.command, exc)
         print(f"kiana {args.command}: error: {terminal(exc.message)}", file=sys.stderr)
         if exc.hint:
@@ -193,7 +175,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return _failed(args.command, exc)
     if code == USAGE:
         discard_new_database(fresh)
-    if _ctrl_c and code != INTERRUPTED:  # caught on the way, after the work was done
+    if (
+        interrupts.ctrl_c_came() and code != INTERRUPTED
+    ):  # caught on the way, after the work was done
         print(
             f"kiana {args.command}: interrupted as it finished: what it printed or wrote "
             "is complete",
@@ -203,29 +187,9 @@ def _main(argv: Sequence[str] | None) -> int:
     return code
 
 
-def interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it was raised while handling) is Ctrl-C: Python's
-    ``KeyboardInterrupt`` or DuckDB's ``Query interrupted`` (DuckDB takes SIGINT while a
-    query runs; a rollback after it may fail in turn, hiding the interrupt), or any
-    failure after Ctrl-C came (DuckDB also wraps it: "reading the schema of the Arrow
-    source failed: KeyboardInterrupt")."""
-    if _ctrl_c:
-        return True
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, KeyboardInterrupt):
-            return True
-        if "interrupt" in type(current).__name__.lower() or "Query interrupted" in str(current):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
-
-
 def _failed(command: str, exc: BaseException) -> int:
     """The one line (and status) of an exception no command turned into a KianaError."""
-    if interrupted(exc):
+    if interrupts.interrupted(exc):
         what = _AFTER_INTERRUPT.get(command, "run it again")
         print(f"kiana {command}: interrupted: {what}", file=sys.stderr)
         return INTERRUPTED

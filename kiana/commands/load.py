@@ -63,7 +63,7 @@ def _refuse_csv(paths: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kiana.cli import ctrl_c_came, interrupted
+    from kiana.commands.interrupts import ctrl_c_came, interrupted
     from kiana.errors import InputError, StrictLoadError
     from kiana.load import load
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import polars as pl
 
-from kiana import __version__
+from kiana._version import __version__
 from kiana.load.quality import DataQuality
 from kiana.report.components import (
     Column,

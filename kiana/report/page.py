@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from kiana import __version__
+from kiana._version import __version__
 from kiana.errors import KianaError
 from kiana.findings.counts import Counts
 from kiana.findings.wording import plain_sentence, step_label, workloads_text

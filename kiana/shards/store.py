@@ -75,7 +75,7 @@ Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"
 def key(options: JudgeOptions, code_changes: CodeChanges | None) -> str | None:
     """What a stored judgement is valid for: the options, kiana's version and the code
     changes (None for code changes kiana cannot name: such a judgement is not stored)."""
-    from kiana import __version__
+    from kiana._version import __version__
     from kiana.culprits.changes import GitCodeChanges
 
     if code_changes is None:
