@@ -16,15 +16,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import polars as pl
 
 from kiana.culprits.exits import EXIT_PASSED, EXIT_REGRESSED, EXIT_UNJUDGED
 from kiana.vocabulary import UNSTABLE
 
-if TYPE_CHECKING:
-    from kiana.culprits.gate import GateResult
+
+class Accounted(Protocol):
+    """The head rows' accounting a rule reads (:class:`kiana.culprits.accounting`)."""
+
+    @property
+    def failing(self) -> int: ...
+
+
+class GateResult(Protocol):
+    """What the rules read of a gate's result (:class:`kiana.culprits.gate.GateResult`
+    has it; typed here so the outcome sits below the gate, not beside it in a circle)."""
+
+    @property
+    def regressions(self) -> pl.DataFrame: ...
+    @property
+    def unplaced(self) -> pl.DataFrame: ...
+    @property
+    def uncertain(self) -> pl.DataFrame: ...
+    @property
+    def findings(self) -> pl.DataFrame: ...
+    @property
+    def accounting(self) -> Accounted: ...
+
 
 #: The three things a gate can say of a pull request.
 Status = Literal["failed", "could not judge", "passed"]
