@@ -1,5 +1,8 @@
 """Load benchmark: ``kiana load`` against what a user would otherwise run.
 
+Target: 100k JSONL and files <= 1.0x python+polars; 1M JSONL <= 20 s and <= 1.5 GiB;
++1,000 documents into 1M runs <= 1 s (``bench/README.md``'s table).
+
     .venv/bin/python bench/corpus.py                     # once: make the corpora
     .venv/bin/python bench/load.py                       # 10k and 100k, every layout
     .venv/bin/python bench/load.py --sizes 1m --layouts jsonl jsonl.gz --repeats 1

@@ -1,5 +1,8 @@
 """Pipeline benchmark: ``kiana partitions``, ``kiana regressions``, ``kiana report``.
 
+Target: regressions on 1M runs < 30 s; the report of 100k runs < 30 s
+(``bench/README.md``'s table).
+
     .venv/bin/python bench/corpus.py                     # once: make the corpora
     .venv/bin/python bench/pipeline.py                   # 10k, 100k and 1M runs
     .venv/bin/python bench/pipeline.py --sizes 10k 100k --repeats 3

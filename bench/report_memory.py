@@ -16,6 +16,9 @@ One JSON line per step on stdout (in the order the steps end): ``step``, ``secon
 peak: resetting the peak also resets what the kernel reports at exit, so
 ``/usr/bin/time -v`` around this script gives the largest shard worker's peak, or the
 command's after its last step, not the command's.
+
+Target: the report's peak memory at 1M and 10M runs, step by step (``bench/README.md``'s
+table).
 """
 
 from __future__ import annotations
