@@ -38,7 +38,9 @@ the steps the calibration is fitted on are untouched when ``t`` comes after its 
 version labels would be ordered otherwise in the window (labels that are not releases
 are placed by time, across kernels), or whose stored series are not in time order (a
 later label measured earlier: the window cannot tell where new points go); and every
-GPU judged with ``--baseline`` (every session against one: a whole series).
+GPU judged with ``--baseline`` (every session against one: a whole series); and a GPU
+with an unstable series, stored or in its window (:mod:`kiana.stats.unstable`: a verdict on
+a series' whole history, which a window of its last sessions cannot give).
 """
 
 from __future__ import annotations

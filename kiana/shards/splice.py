@@ -27,7 +27,7 @@ from kiana.shards.unit import POS, Unit, judge_unit, query
 from kiana.stats.calfit import prefix_size
 from kiana.stats.calibration import Calibration
 from kiana.stats.sessions import SESSION_FORMAT
-from kiana.vocabulary import SERIES_KEYS
+from kiana.vocabulary import SERIES_KEYS, UNSTABLE
 
 if TYPE_CHECKING:
     import duckdb
@@ -103,7 +103,10 @@ def splice(
         mine = window.filter(pl.col("gpu").is_in(names))
         judged = _judge(con, mine, cut, options, code_changes, gpus)
         steps = _steps_after(con, judged.unit, cut)
-        good = [g for g in names if g in steps and _agrees(judged, cut, g, steps[g])]
+        good = [
+            g for g in names
+            if g in steps and _agrees(judged, cut, g, steps[g]) and not _unstable(judged, g)
+        ]  # fmt: skip
     if not good:
         return []
     cut = cut.filter(pl.col("gpu").is_in(good))
@@ -127,6 +130,14 @@ def splice(
     )  # fmt: skip
     finish(con, options, frame, good)
     return good
+
+
+def _unstable(judged: Window, gpu: str) -> bool:
+    """Whether the window of ``gpu`` holds an unstable series: a verdict on a series' whole
+    history (:mod:`kiana.stats.unstable`), which a window of its last sessions cannot give;
+    the GPU is judged again whole instead."""
+    outliers = judged.unit.outliers
+    return bool(outliers.filter((pl.col("gpu") == gpu) & (pl.col("kind") == UNSTABLE)).height)
 
 
 class _viewed:
