@@ -20,7 +20,8 @@ A session's *source* follows from its origin (``<liger_commit>:<liger_csv>``, se
 'liger-ci'
 >>> source_of("ead96b6:benchmark/data/all_benchmark_data.csv"), source_of("all_benchmark_data.csv")
 ('benchmark/data', 'file')
-  They live in the ``labels`` table (one row per run and key),
+
+They live in the ``labels`` table (one row per run and key),
 so the runs table keeps its schema; :func:`provenance` pivots them::
 
     import kiana

@@ -141,7 +141,8 @@ def _not_judged_table(frame: pl.DataFrame, limit: int) -> Html:
 def sources_table(findings: pl.DataFrame) -> Html:
     """The sessions of the findings shown, by source (Liger's CI history,
     ``benchmark/data`` in git, CSV files, other documents: :mod:`kiana.culprits.recorded`),
-    with the CI folders (the commits measured) they hold."""
+    with the CI folders (the commits measured) they hold; nothing when no session comes from
+    Liger's labels (another harness's documents, say)."""
     from kiana.culprits.recorded import SOURCE_TITLES, SOURCES, ci_folder_of, source_of
 
     sides: dict[str | None, set[tuple[object, object]]] = {}
@@ -149,6 +150,8 @@ def sources_table(findings: pl.DataFrame) -> Html:
         for side in ("from", "to"):
             origin = row.get(f"{side}_origin")
             sides.setdefault(source_of(origin), set()).add((origin, row.get(f"{side}_session")))
+    if set(sides) <= {None}:  # no session of Liger's: nothing to tell apart
+        return Html("")
     titles: dict[str | None, str] = {None: "other documents (no Liger labels)"}
     titles.update(SOURCE_TITLES)
     body = table(
