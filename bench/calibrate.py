@@ -5,6 +5,11 @@ Run by hand (not part of the tests)::
     .venv/bin/python bench/calibrate.py                 # ../shared/liger/*.csv
     .venv/bin/python bench/calibrate.py --corpus DIR    # the same numbers for a generated corpus
     .venv/bin/python bench/calibrate.py --generated 0 1 2   # realistic corpora of every kernel
+    .venv/bin/python bench/calibrate.py --ci            # ../shared/liger-ci: the judge's priors
+
+Target: the realistic generator reproduces the noise of Liger's real benchmarks
+(``tests/generate/test_realistic.py``), and kiana's noise priors are the fit of Liger's CI
+history's sitting pairs (``tests/generate/test_priors.py``; ``bench/README.md``'s table).
 
 Liger-Kernel's benchmark CSVs (``../shared/liger``, outside the repository) are imported
 with :mod:`kiana.importers` into an in-memory database, and
@@ -45,10 +50,38 @@ def real_runs() -> pl.DataFrame:
     return judged_runs(con)
 
 
+def ci_runs(folder: Path = LIGER.parent / "liger-ci") -> pl.DataFrame:
+    """The runs of ``../shared/liger-ci`` (a checkout of Liger's gh-pages), in memory."""
+    from kiana.importers import ci
+    from kiana.importers.liger import convert_rows
+    from kiana.load import load_documents
+
+    if not (folder / "benchmarks").is_dir():
+        sys.exit(f"no CI history at {folder}: nothing to fit the priors on")
+    con = connect(None)
+    documents = convert_rows(ci.from_dir(folder).rows, sources=[str(folder)]).documents
+    load_documents(con, documents, source="liger-import")
+    return judged_runs(con)
+
+
+def ci_report(folder: Path = LIGER.parent / "liger-ci") -> None:
+    """The baselines' sitting pairs of the CI history and the priors fitted on them."""
+    from kiana.generate import priors
+
+    order = priors.commit_order(folder / "benchmarks" / "commits.txt")
+    parts = priors.split(priors.baseline_steps(ci_runs(folder), order), order)
+    for name, found in parts.items():
+        print(f"\n### {name}: {priors.pairs(found).height:,} baseline sitting pairs, "
+              f"{found.height:,} steps")  # fmt: skip
+        fits = [*priors.fit(found), *priors.fit(found, "gpu"), *priors.fit(found, "provider")]
+        print(priors.markdown(fits))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--corpus", type=Path, metavar="DIR", help="a generated corpus folder")
+    source.add_argument("--ci", action="store_true", help="fit the priors on ../shared/liger-ci")
     source.add_argument(
         "--generated", type=int, nargs="+", metavar="SEED",
         help="realistic corpora of every kernel, one per seed, pooled",
@@ -59,6 +92,9 @@ def main() -> None:
         "the fastest step Liger's CSVs hold)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.ci:
+        ci_report()
+        return
     if args.generated:
         from kiana.generate import KERNELS, CorpusConfig
         from kiana.generate.calibration import measure_generated

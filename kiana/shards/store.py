@@ -61,8 +61,9 @@ if TYPE_CHECKING:
 #: workload lone on its own step where its control is too noisy to adjust by
 #: (:func:`kiana.stats.aggregate._noisy_control`).  14: unstable sweep series
 #: (:mod:`kiana.stats.unstable`): steps carry ``unstable``, ``judged_outliers`` holds the
-#: ``unstable`` quality rows too, quality rows carry ``levels`` and ``switches``.
-STORE_VERSION = 14
+#: ``unstable`` quality rows too, quality rows carry ``levels`` and ``switches``.  15: the
+#: noise priors fitted on Liger's CI history (:data:`kiana.stats.calibration.PRIOR`).
+STORE_VERSION = 15
 #: The per-unit tables and the frame of :class:`~kiana.shards.unit.Unit` each holds.
 TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
