@@ -243,7 +243,7 @@ SPLICE = True
 #: judgement (the cuts, the windows' runs, the rows replaced) spill beyond it, instead of
 #: DuckDB keeping what it read up to 80% of RAM (6.5 GiB at 10M runs before the windows
 #: were judged).  What the update's transaction holds comes on top of the share the GPUs
-#: judged again whole are read with (:func:`kiana.shards.held`).
+#: judged again whole are read with (:func:`kiana.shards.share.held`).
 UPDATE_SHARE = 1 << 30
 
 
@@ -256,15 +256,16 @@ def update(
 ) -> str:
     """Bring the stored judgement up to the runs of ``con`` (module docstring), in one
     transaction; what was re-judged, in words."""
-    from kiana.shards import _duckdb_share, store
+    from kiana.shards import store, tables
+    from kiana.shards.share import duckdb_share, release
     from kiana.shards.splice import splice
     from kiana.shards.unit import GPU_SCHEMA
 
-    new = sorted(set(store.loads(con)) - set(store.stored_loads(con)))
+    new = sorted(set(tables.loads(con)) - set(store.stored_loads(con)))
     fresh = fresh_runs(con, new)
     gpus = sorted(set(fresh["gpu"].to_list()))
     known = {str(g) for (g,) in con.execute("SELECT gpu FROM judged_gpus").fetchall()}
-    with _duckdb_share(con, UPDATE_SHARE):  # restored after, on a failure too
+    with duckdb_share(con, UPDATE_SHARE):  # restored after, on a failure too
         con.execute("BEGIN TRANSACTION")
         try:
             found = cuts(con, fresh, [g for g in gpus if g in known and SPLICE], options)
@@ -276,7 +277,7 @@ def update(
             whole = [g for g in gpus if g not in spliced]
             store.rejudge(con, options, code_changes, whole, max_runs=max_runs)
             if not whole:  # every GPU spliced: the loads still need recording
-                store.finish(con, options, pl.DataFrame(schema=GPU_SCHEMA), [])
+                tables.finish(con, options, pl.DataFrame(schema=GPU_SCHEMA), [])
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -286,39 +287,6 @@ def update(
         f"stored judgement updated: {len(spliced)} GPU(s) from their newest sessions, "
         f"{len(whole)} judged again in full"
     )
-
-
-#: DuckDB's memory, for a moment, once an update is committed (:func:`release`).
-RELEASED = 256 << 20
-
-
-def release(con: duckdb.DuckDBPyConnection, *, checkpoint: bool = True) -> None:
-    """Give back what DuckDB holds after an update or a rebuild: the rows it committed
-    stay in memory until a checkpoint writes them to the file (0.7 GiB at 10M runs:
-    overflow strings, in-memory row groups), and the blocks it cached stay up to its
-    limit, which the update's share no longer bounds; the stored judgement is read
-    next, in the same process (4.19 GiB peak at 10M runs, 3.51 GiB after this).  The
-    checkpoint is what closing the database would do anyway; ``checkpoint=False`` only
-    evicts (after reading the stored judgement: 0.38 GiB of cached blocks at 10M).  If
-    another transaction prevents it, or DuckDB cannot evict down to :data:`RELEASED`,
-    it is left as it is."""
-    import duckdb
-
-    from kiana.load.database import restore_memory_limit
-    from kiana.shards.runs import memory_limit
-
-    limit = memory_limit(con)
-    if limit is not None and limit <= RELEASED:
-        return
-    (before,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
-    try:
-        if checkpoint:
-            con.execute("CHECKPOINT")
-        con.execute(f"SET memory_limit = '{RELEASED // 2**20}MiB'")
-    except duckdb.Error:
-        pass
-    finally:
-        restore_memory_limit(con, before)
 
 
 def judge_stored(
@@ -338,6 +306,7 @@ def judge_stored(
     read-only (or in-memory) database whose stored judgement is not current, ``full``
     without writing, or code changes kiana cannot name (:func:`kiana.shards.store.key`)."""
     from kiana.shards import store
+    from kiana.shards.share import release
     from kiana.shards.stored import StoredJudged
 
     can_write = write and store.writable(con)

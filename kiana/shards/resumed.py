@@ -149,7 +149,7 @@ def search_again(
 ) -> None:
     """The change points (and search states) of every series of ``parts`` after the
     splice, stored in place of the old ones (module docstring)."""
-    from kiana.shards.store import insert
+    from kiana.shards.tables import insert
 
     if not parts:
         return

@@ -82,7 +82,7 @@ def splice(
     or after each kernel's ``since``: ``cut``) into the stored one from each kernel's
     ``own`` on (module docstring); the GPUs spliced (the others were not written)."""
     from kiana.shards import resumed
-    from kiana.shards.store import finish
+    from kiana.shards.tables import finish
 
     names = sorted(set(cut["gpu"].to_list()))
     rows = query(con, "SELECT * FROM judged_gpus WHERE gpu IN (SELECT unnest($g))", {"g": names})
@@ -306,7 +306,7 @@ def _ranks_agree(window: pl.DataFrame, every: pl.DataFrame) -> bool:
 def _replace(con: duckdb.DuckDBPyConnection, cut: pl.DataFrame, judged: Window) -> None:
     """Every stored row of the cut's GPUs from its kernel's ``own`` on replaced with the
     window's."""
-    from kiana.shards.store import insert
+    from kiana.shards.tables import insert
 
     tables = (("judged_steps", "to_session", "own_id"), ("judged_findings", "to_session", "own_id"),
               ("judged_aa", "to_session", "own_id"), ("judged_outliers", "session", "own_id"),

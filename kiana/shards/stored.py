@@ -44,8 +44,7 @@ class StoredJudged(Judged):
     when asked for: keep it open while reading them."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, options: JudgeOptions, note: str) -> None:
-        from kiana.shards import _duckdb_share
-        from kiana.shards.incremental import release
+        from kiana.shards.share import duckdb_share, release
 
         super().__init__(spill=False)
         self._con = con
@@ -55,7 +54,7 @@ class StoredJudged(Judged):
         # 0.7 GiB at 10M runs); then keeps what it read up to its limit: not here
         order = findings_order_sql()
         findings = con.sql(f"SELECT * FROM judged_findings ORDER BY {order}").pl()
-        with _duckdb_share(con):
+        with duckdb_share(con):
             self._read(options, findings)
         release(con, checkpoint=False)
 
@@ -149,13 +148,13 @@ class StoredJudged(Judged):
         """Every GPU's steps, one GPU at a time, in slices of at most :data:`STEP_SLICE`
         rows (what a reader annotates and writes holds one slice, not a GPU's copy).
 
-        Each GPU is read under DuckDB's :data:`~kiana.shards.READ_SHARE`: it keeps what
+        Each GPU is read under DuckDB's :data:`~kiana.shards.share.READ_SHARE`: it keeps what
         it read up to its limit, 80% of RAM by default, and at 10M runs the stored steps
         it cached grew by ~1.3 GiB over 20 GPUs beside the reader's frames."""
-        from kiana.shards import READ_SHARE, _duckdb_share
+        from kiana.shards.share import READ_SHARE, duckdb_share
 
         for gpu, _ in self._gpus:
-            with _duckdb_share(self._con, READ_SHARE):
+            with duckdb_share(self._con, READ_SHARE):
                 frame = self._steps("WHERE gpu = $gpu", {"gpu": gpu})
             for offset in range(0, max(frame.height, 1), STEP_SLICE):  # an empty GPU: one frame
                 yield frame.slice(offset, STEP_SLICE)
@@ -165,23 +164,23 @@ class StoredJudged(Judged):
         """Every GPU's runs, one GPU at a time, as the judge's shards read them: every
         run's origin written once (:func:`~kiana.shards.runs.write_origins`, kept in
         :meth:`folder` for the next call), each GPU read under DuckDB's
-        :data:`~kiana.shards.READ_SHARE`.  Read from the labels for each GPU instead,
+        :data:`~kiana.shards.share.READ_SHARE`.  Read from the labels for each GPU instead,
         under DuckDB's default limit, the report of a stored 10M-run judgement peaked
         at 18.2 GiB."""
-        from kiana.shards import READ_SHARE, _duckdb_share
+        from kiana.shards.share import READ_SHARE, duckdb_share
 
         origins = self._origins()
         for gpu, n in self._gpus:
-            with _duckdb_share(self._con, READ_SHARE):
+            with duckdb_share(self._con, READ_SHARE):
                 frame = shard_runs(self._con, Shard((gpu,), n), origins=origins)
             yield frame
 
     def _origins(self) -> Path:
         """The folder of every run's origin, by GPU (written at the first call)."""
-        from kiana.shards import _duckdb_share
+        from kiana.shards.share import duckdb_share
 
         if self._origins_folder is None:
-            with _duckdb_share(self._con):
+            with duckdb_share(self._con):
                 self._origins_folder = write_origins(self._con, self.folder())
         return self._origins_folder
 
@@ -199,9 +198,9 @@ class StoredJudged(Judged):
 
     def runs_of(self, partitions: list[str]) -> pl.DataFrame:
         """The runs of the ``partitions`` named, read in SQL."""
-        from kiana.shards import READ_SHARE, _duckdb_share
+        from kiana.shards.share import READ_SHARE, duckdb_share
 
-        with _duckdb_share(self._con, READ_SHARE):
+        with duckdb_share(self._con, READ_SHARE):
             return shard_runs(
                 self._con,
                 where="partition_id IN (SELECT unnest($parts))",

@@ -36,7 +36,7 @@ def run_unit(
     path: Path, options: JudgeOptions, folder: Path, index: int, changes: CodeChanges | None
 ) -> dict[str, Path]:
     """:func:`run` for the stored judgement: the Parquet files of the shard's
-    :class:`~kiana.shards.unit.Unit` (:func:`kiana.shards.store.write_unit`)."""
+    :class:`~kiana.shards.unit.Unit` (:func:`kiana.shards.tables.write_unit`)."""
     paths: dict[str, Path] = _run("unit", path, options, folder, index, changes)
     return paths
 
@@ -82,13 +82,13 @@ def _root() -> str:
 def main(job: str) -> None:
     import polars as pl
 
-    from kiana.shards import judge_shard
+    from kiana.shards.inputs import judge_shard
     from kiana.shards.results import write_judgement
 
     kind, path, options, folder, index, changes, done = pickle.loads(Path(job).read_bytes())
     runs = pl.read_parquet(path)
     if kind == "unit":
-        from kiana.shards.store import write_unit
+        from kiana.shards.tables import write_unit
         from kiana.shards.unit import judge_unit
 
         result: object = write_unit(judge_unit(runs, options, changes)[1], folder, index)

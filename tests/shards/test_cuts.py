@@ -16,7 +16,7 @@ from polars.testing import assert_frame_equal
 
 import kiana.load
 from kiana.generate import CorpusConfig, generate
-from kiana.shards import incremental, judge_all, store
+from kiana.shards import incremental, judge_all, store, tables
 from kiana.stats import JudgeOptions
 from kiana.vocabulary import SERIES_KEYS
 from tests.conftest import ROOT
@@ -126,7 +126,7 @@ def test_cuts_equal_the_reference(
         kiana.load.load_documents(con, docs[: int(len(docs) * share)])
         judge_all(con, OPTIONS)
         kiana.load.load_documents(con, docs[int(len(docs) * share) :])
-        new = sorted(set(store.loads(con)) - set(store.stored_loads(con)))
+        new = sorted(set(tables.loads(con)) - set(store.stored_loads(con)))
         fresh = incremental.fresh_runs(con, new)
         gpus = sorted(set(fresh["gpu"].to_list()))
         found = incremental.cuts(con, fresh, gpus, OPTIONS)
@@ -148,7 +148,7 @@ def test_a_gpu_with_a_series_out_of_time_order_is_left_out(tmp_path: Path) -> No
         kiana.load.load_documents(con, docs[: int(len(docs) * 0.6)])
         judge_all(con, OPTIONS)
         kiana.load.load_documents(con, docs[int(len(docs) * 0.6) :])
-        new = sorted(set(store.loads(con)) - set(store.stored_loads(con)))
+        new = sorted(set(tables.loads(con)) - set(store.stored_loads(con)))
         fresh = incremental.fresh_runs(con, new)
         gpus = sorted(set(fresh["gpu"].to_list()))
         gpu = incremental.cuts(con, fresh, gpus, OPTIONS)["gpu"][0]

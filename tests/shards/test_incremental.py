@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 import kiana.load
 from kiana.generate import CorpusConfig, generate
 from kiana.generate.config import DEFAULT_GPUS
-from kiana.shards import Judged, judge_all, store
+from kiana.shards import Judged, judge_all, store, tables
 from kiana.shards.stored import StoredJudged
 from kiana.stats import JudgeOptions, calfit
 from tests.conftest import ROOT
@@ -268,8 +268,10 @@ def test_the_gate_never_writes_a_judgement(tmp_path: Path, monkeypatch: pytest.M
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the gate wrote a stored judgement")
 
-    for name in ("create", "rebuild", "rejudge", "insert", "insert_unit", "finish"):
+    for name in ("create", "rebuild", "rejudge"):
         monkeypatch.setattr(store, name, refuse)
+    for name in ("insert", "insert_unit", "finish"):
+        monkeypatch.setattr(tables, name, refuse)
     repo = base_repo(tmp_path / "Liger-Kernel")
     slower_pr(repo)
     result = gate(repo.path, "main", "pr")
@@ -357,7 +359,7 @@ def test_spliced_when_the_day_cut_is_before_the_calibration_cut(
     judge_all(db, OPTIONS)
     cal = dict(db.execute("SELECT gpu, cut FROM judged_gpus").fetchall())
     kiana.load.load_documents(db, new)
-    fresh = incremental.fresh_runs(db, sorted(set(store.loads(db)) - set(store.stored_loads(db))))
+    fresh = incremental.fresh_runs(db, sorted(set(tables.loads(db)) - set(store.stored_loads(db))))
     found = incremental.cuts(db, fresh, sorted(set(fresh["gpu"].to_list())), OPTIONS)
     rows = found.group_by("gpu").agg(pl.col("own").min(), pl.col("first").min()).rows()
     assert [(own <= cal[g] < first) for g, own, first in rows] == [True]

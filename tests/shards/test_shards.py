@@ -221,11 +221,11 @@ def test_the_origins_of_some_runs_are_those_the_labels_view_gives() -> None:
 
 
 def test_an_error_in_a_transaction_is_not_masked_by_the_memory_share() -> None:
-    from kiana.shards import _duckdb_share
+    from kiana.shards.share import duckdb_share
 
     con = duckdb.connect()
     con.execute("BEGIN TRANSACTION")
-    with pytest.raises(duckdb.InvalidInputException, match="boom"), _duckdb_share(con, 64 << 20):
+    with pytest.raises(duckdb.InvalidInputException, match="boom"), duckdb_share(con, 64 << 20):
         con.execute("SELECT error('boom')")
 
 
