@@ -36,6 +36,9 @@ are each update's and their mean's against that one full judge (of the largest
 database: a full judge of an earlier one holds up to ``K x share`` fewer runs).
 
     nice .venv/bin/python bench/incremental.py --size 10m --increments 5
+
+Target: +1% of documents judged in <= 10% of a full judge, with the same findings as
+``--full`` (``bench/README.md``'s table).
 """
 
 from __future__ import annotations

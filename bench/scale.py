@@ -14,6 +14,9 @@ each; the load average at the start of each step is recorded beside it, because 
 machine is shared.  Results append to ``bench/out/scale/results.jsonl``; ``--table``
 prints them with the ratios against issue 25's figures (2 cores, shared, generated
 corpora): per run, and peak memory against the 4 GiB target.
+
+Target: load, regressions, report and export at 1M and 10M runs within the machine
+(peak memory per command; ``bench/README.md``'s table).
 """
 
 from __future__ import annotations
