@@ -8,6 +8,10 @@ caller's ``__main__`` again, so a script calling :func:`kiana.analyze` at its to
 (no ``if __name__ == "__main__":``) would fail on any database of more than one shard.
 The process's memory goes back to the system when it ends, which is the point: in one
 process, the allocator kept what each shard's judge freed.
+
+A :class:`~kiana.errors.KianaError` in the worker comes back as the same error (exit 2:
+the input's to fix); any other failure is a :class:`WorkerCrash` (exit 3: kiana's own), its
+traceback printed with ``KIANA_TRACEBACK=1``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 import pickle
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,16 +67,40 @@ def _run(
     )  # fmt: skip
     job.unlink(missing_ok=True)
     if finished.returncode != 0:
-        from kiana.errors import KianaError
-
-        last = (finished.stderr.strip().splitlines() or ["no message"])[-1][:300]
-        raise KianaError(
-            f"judging shard {index} failed in its worker process: {last}",
-            hint="KIANA_TRACEBACK=1 shows the worker's traceback on its standard error",
-        )
+        raise WorkerCrash(index, finished.stderr)
     result = pickle.loads(done.read_bytes())
     done.unlink(missing_ok=True)
+    if isinstance(result, Refused):  # a KianaError in the worker: the user's to fix
+        from kiana.errors import KianaError
+
+        raise KianaError(result.message, hint=result.hint)
     return result
+
+
+class WorkerCrash(RuntimeError):
+    """A worker process failed (an exception that is not a :class:`~kiana.errors.KianaError`,
+    or the process was killed): kiana's own failure, exit 3 (:mod:`kiana.cli`), never a
+    usage error.  The worker's standard error is kept; with ``KIANA_TRACEBACK=1`` it is
+    printed (made inert: :func:`kiana.safe.terminal`, line by line) before the message."""
+
+    def __init__(self, index: int, stderr: str) -> None:
+        from kiana.safe import terminal
+
+        lines = stderr.strip().splitlines() or ["no message (the process was killed?)"]
+        super().__init__(
+            f"judging shard {index} failed in its worker process: {terminal(lines[-1])[:300]}"
+        )
+        self.stderr = stderr
+        if os.environ.get("KIANA_TRACEBACK"):
+            sys.stderr.write("".join(f"worker {index}: {terminal(line)}\n" for line in lines))
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A :class:`~kiana.errors.KianaError` raised in a worker, sent back to be raised again."""
+
+    message: str
+    hint: str | None
 
 
 def _root() -> str:
@@ -82,18 +111,27 @@ def _root() -> str:
 def main(job: str) -> None:
     import polars as pl
 
+    from kiana.errors import KianaError
     from kiana.shards.inputs import judge_shard
     from kiana.shards.results import write_judgement
 
     kind, path, options, folder, index, changes, done = pickle.loads(Path(job).read_bytes())
-    runs = pl.read_parquet(path)
-    if kind == "unit":
-        from kiana.shards.tables import write_unit
-        from kiana.shards.unit import judge_unit
+    result: object
+    try:
+        runs = pl.read_parquet(path)
+        if kind == "unit":
+            from kiana.shards.tables import write_unit
+            from kiana.shards.unit import judge_unit
 
-        result: object = write_unit(judge_unit(runs, options, changes)[1], folder, index)
-    else:
-        result = write_judgement(judge_shard(runs, options, changes), runs.height, folder, index)
+            result = write_unit(judge_unit(runs, options, changes)[1], folder, index)
+        else:
+            result = write_judgement(
+                judge_shard(runs, options, changes), runs.height, folder, index
+            )
+    except KianaError as exc:
+        from kiana.shards import worker  # its own name: this runs as __main__
+
+        result = worker.Refused(exc.message, exc.hint)
     done.write_bytes(pickle.dumps(result))
 
 
