@@ -255,7 +255,8 @@ def test_a_script_without_a_main_guard_judges_several_shards(tmp_path: Path) -> 
 
 @pytest.mark.heavy
 def test_a_worker_that_fails_is_a_clear_error(tmp_path: Path) -> None:
+    """A missing runs file is kiana's own failure (the shards' files are kiana's), exit 3."""
     from kiana.shards import worker
 
-    with pytest.raises(kiana.KianaError, match="judging shard 3 failed in its worker process"):
+    with pytest.raises(worker.WorkerCrash, match="judging shard 3 failed in its worker process"):
         worker.run(tmp_path / "missing.parquet", JudgeOptions(), tmp_path, 3, None)
