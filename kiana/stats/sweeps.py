@@ -9,7 +9,8 @@ wrong, so a finding's verdict comes from pooled estimates (:mod:`kiana.stats.poo
 * ``raw``: the provider's own log ratios, DerSimonian-Laird pooled, with the
   calibrated sitting offset in its standard error (:mod:`kiana.stats.calibration`);
 * ``adj``: the same of the control-adjusted log ratios (the code under test with a control,
-  :mod:`kiana.stats.controls`), with both providers' sitting offsets;
+  :mod:`kiana.stats.controls`), with both providers' own parts of their sitting offsets (the contrast
+  component; the machine's common move cancels);
 * ``ctl``: the control's own.
 
 An estimate is *flagged* when it is separated from zero (``|mu| >= separation * se``)
