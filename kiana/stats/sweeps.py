@@ -303,7 +303,11 @@ def _lean_clause(mu: pl.Expr, se: pl.Expr) -> pl.Expr:
     """``: leans regression`` (or improvement) where the estimate is a standard error or
     more from zero (:func:`leaning`), ``: leans neither way`` otherwise."""
     lean = leaning(pl.lit("inconclusive"), mu.exp() - 1.0, se)
-    return pl.when(lean.is_not_null()).then(pl.lit(": leans ") + lean).otherwise(pl.lit(": leans neither way"))
+    return (
+        pl.when(lean.is_not_null())
+        .then(pl.lit(": leans ") + lean)
+        .otherwise(pl.lit(": leans neither way"))
+    )
 
 
 def _lone_sentence(sweep: pl.Expr, control: pl.Expr) -> pl.Expr:

@@ -84,5 +84,7 @@ def test_no_unchanged_finding_reaches_the_threshold(judged: Judgement) -> None:
     assert unchanged.height > 0
     reach = unchanged.filter(pl.col("change").abs() >= 0.03)
     assert reach.height == 0, reach.select("kernel", "pass", "provider", "change").rows()
-    upper = unchanged.filter(pl.col("change").log1p().abs() + pl.col("change_se") >= math.log1p(0.03))
+    upper = unchanged.filter(
+        pl.col("change").log1p().abs() + pl.col("change_se") >= math.log1p(0.03)
+    )
     assert upper.height == 0
