@@ -223,12 +223,27 @@ def chart_cards(g: Gathered, options: JudgeOptions) -> Html:
         stats = (
             f"<details><summary>statistics</summary><p>{esc(r.get('evidence') or '')}</p></details>"
         )
-        body = Html(f'<div class="meta">{esc(plain_sentence(r))}</div>{stats}') + body
+        body = (
+            Html(f'<div class="meta">{esc(plain_sentence(r, _own_steps(g, r)))}</div>{stats}')
+            + body
+        )
         cards.append(
             f'<div class="finding" id="f-{rank}"><h3>{badge(r["verdict"])} {esc(title)}</h3>'
             f"{body}</div>"
         )
     return Html("".join(cards))
+
+
+def _own_steps(g: Gathered, r: dict[str, Any]) -> int | None:
+    """How many workloads of a finding's sweep chart have its verdict on their own step
+    (what the chart colours), None for a bridge or where the steps cannot be read."""
+    if is_bridge(r):
+        return None
+    try:
+        sweep = frames.sweep_frame(g.steps, r)
+    except KianaError:
+        return None
+    return sweep.filter(pl.col("verdict") == r["verdict"]).height if sweep.height else None
 
 
 def _card_charts(g: Gathered, r: dict[str, Any], options: JudgeOptions, rank: int) -> Html:
