@@ -46,8 +46,10 @@ from kiana.report.text import (
     coverage_text,
     headline,
     plain_sentence,
+    rerun_line,
     step_label,
     workloads_text,
+    worth_rerun,
 )
 from kiana.stats import JudgeOptions
 from kiana.vocabulary import VERDICTS, is_bridge
@@ -204,6 +206,22 @@ def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
     return Html(
         f"<h3>Trade-offs: latency against memory in the same sittings ({frame.height:,})</h3>"
         + f'<div class="scroll">{body}</div>{cap}'
+    )
+
+
+def _reruns_html(findings: pl.DataFrame, top: int = 10) -> str:
+    """The inconclusive findings that lean one way, worth a rerun, with the runs each
+    would need (:func:`kiana.report.text.worth_rerun`); '' for none."""
+    leaning = worth_rerun(findings)
+    if leaning.height == 0:
+        return ""
+    items = "".join(
+        f"<li>{esc(rerun_line(r))}</li>" for r in leaning.head(top).iter_rows(named=True)
+    )
+    more = f"<li>… and {leaning.height - top:,} more</li>" if leaning.height > top else ""
+    return (
+        f'<div class="coverage">Worth a rerun ({leaning.height:,} inconclusive finding(s) '
+        f"leaning one way):<ul>{items}{more}</ul></div>"
     )
 
 
@@ -385,6 +403,7 @@ def render(data: ReportData) -> str:
         "get slower?</h1>"
         f'<div class="headline">{esc(headline(data))}</div>'
         + (f'<div class="coverage">{esc(covered)}</div>' if covered else "")
+        + _reruns_html(g.listing.rows())
         + f'<div class="sub">kiana {esc(__version__)} · generated '
         f"{esc(data.generated_at.isoformat())} · {esc(data.database)}</div></header>"
         f"<nav>{nav}</nav><main>{body}</main>"

@@ -217,3 +217,35 @@ def plain_sentence(row: Mapping[str, Any], own: int | None = None) -> str:
         f"{what} over its {total} workloads{_workloads_clause(row, verdict, own)}; "
         f"worst {percent(row.get('worst_change'))}; {control}{across}."
     )
+
+
+def worth_rerun(findings: pl.DataFrame) -> pl.DataFrame:
+    """The ``inconclusive`` findings whose data lean one way
+    (:func:`kiana.stats.sweeps.leaning`), with a ``lean`` column, the code under test
+    first, the largest changes first: the findings a rerun would settle (``reruns``: the
+    runs per session each would need, null where the scatter alone is too large)."""
+    from kiana.stats.sweeps import leaning
+
+    if findings.height == 0 or "change_se" not in findings.columns:
+        return findings.clear().with_columns(pl.lit(None, pl.String).alias("lean"))
+    lean = leaning(pl.col("verdict"), pl.col("change"), pl.col("change_se"))
+    leaning_ = findings.with_columns(lean.alias("lean")).filter(pl.col("lean").is_not_null())
+    return leaning_.sort(
+        pl.col("is_subject").fill_null(False), pl.col("change").abs(),
+        descending=[True, True], nulls_last=True, maintain_order=True,
+    )  # fmt: skip
+
+
+def rerun_line(row: Mapping[str, Any]) -> str:
+    """``jsd/full liger NVIDIA H100 PCIe 0.3.0 → 0.3.1: +5.8% ± 2.3%, leans regression;
+    about 5 runs per session on each side would settle it`` (one :func:`worth_rerun` row)."""
+    head = f"{row['kernel']}/{row['pass']} {row['provider']} {row['gpu']} {step_label(row)}"
+    est = f"{percent(row.get('change'))} ± {percent(row.get('change_se'), signed=False)}"
+    reruns = row.get("reruns")
+    need = (
+        f"about {reruns:,} run(s) per session on each side would settle it"
+        if isinstance(reruns, int)
+        else "the workloads or sittings scatter too much: reruns alone will not settle it"
+    )
+    who = "" if row.get("is_subject", True) else " (a baseline's)"
+    return f"{head}{who}: {est}, leans {row['lean']}; {need}"
