@@ -134,17 +134,17 @@ class GitCodeChanges:
             before, after = history.show(self.repo, start, path), history.show(self.repo, end, path)
             if before is not None and after is not None:
                 # A shared module: only hunks that can change what runs (kiana.culprits.hunks).
-                hunks += mattering_hunks(posixpath.basename(path), before, after)
-                wanted.discard(path)
+                mattering = mattering_hunks(posixpath.basename(path), before, after)
+                hunks += mattering
+                if not mattering:
+                    wanted.discard(path)
         touching = [c for c in found if wanted & set(c.files)]
-        if not touching and not hunks:
-            return False, None
         if not touching:
-            return True, f"{'; '.join(hunks[:3])} changed what the benchmark runs"
+            return False, None
         newest = touching[0]
         names = sorted({posixpath.basename(f) for c in touching for f in wanted & set(c.files)})
         more = f" (and {len(touching) - 1} more commit(s))" if len(touching) > 1 else ""
-        extra = f"; {'; '.join(hunks[:3])}" if hunks else ""
+        extra = f" ({'; '.join(hunks[:3])})" if hunks else ""
         return True, f"{', '.join(names)} changed in {newest.sha[:12]}{more}{extra}"
 
     def baseline_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
