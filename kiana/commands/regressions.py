@@ -301,9 +301,25 @@ def _print_report(analysis: Analysis, args: argparse.Namespace) -> None:
     unlisted = ", ".join(f"{n:,} {why}" for why, n in counts.unlisted.items() if n)
     if unlisted and not args.all:
         _say(f"({unlisted} findings not listed: --all lists them)", width)
+    _print_reruns(shown, width, args.limit)
     if args.steps:
         _print_steps(analysis.steps_of(shown), shown, args, width)
     _print_extras(analysis, args, width)
+
+
+def _print_reruns(shown: pl.DataFrame, width: int | None, limit: int) -> None:
+    """The inconclusive findings that lean one way: worth a rerun, with the runs each
+    would need (:func:`kiana.findings.wording.worth_rerun`)."""
+    from kiana.findings.wording import rerun_line, worth_rerun
+
+    leaning = worth_rerun(shown)
+    if leaning.height == 0:
+        return
+    print()
+    print(f"worth a rerun ({leaning.height:,} inconclusive finding(s) leaning one way):")
+    _print_wrapped((rerun_line(r) for r in leaning.head(limit).iter_rows(named=True)), width)
+    if leaning.height > limit:
+        print(f"  ... and {leaning.height - limit:,} more (--limit N, --json)")
 
 
 def _print_unstable(quality: pl.DataFrame, width: int | None, limit: int) -> None:

@@ -14,7 +14,9 @@ ranks them as culprits).
 :meth:`GitCodeChanges.baseline_changed` takes the distinct ``kernel, from_origin,
 to_origin`` of the steps (origins ``<commit>:<csv>``, or null) and adds
 ``baseline_changed`` (a commit of ``(from commit, to commit]``, the recording commit
-included, touches one of those files) and ``baseline_note`` (``"benchmark_jsd.py
+included, touches one of those files; for a module the script imports, only where a
+hunk between the two commits can change what runs, :mod:`kiana.culprits.hunks`: one
+that only routes the results keeps the control) and ``baseline_note`` (``"benchmark_jsd.py
 changed in abc123def456"``; null when unchanged or when it cannot tell: an origin
 without a commit, a commit the repository does not hold)::
 
@@ -38,6 +40,7 @@ from pathlib import Path
 import polars as pl
 
 from kiana.culprits import history, layout
+from kiana.culprits.hunks import mattering_hunks
 from kiana.culprits.rank import kernel_files_at, origin_commit
 
 SCRIPTS = "benchmark/scripts"
@@ -123,10 +126,26 @@ class GitCodeChanges:
         touching = [c for c in found if wanted & set(c.files)]
         if not touching:
             return False, None
+        own = script(kernel)
+        hunks: list[str] = []
+        for path in sorted({f for c in touching for f in wanted & set(c.files)}):
+            if path == own:
+                continue
+            before, after = history.show(self.repo, start, path), history.show(self.repo, end, path)
+            if before is not None and after is not None:
+                # A shared module: only hunks that can change what runs (kiana.culprits.hunks).
+                mattering = mattering_hunks(posixpath.basename(path), before, after)
+                hunks += mattering
+                if not mattering:
+                    wanted.discard(path)
+        touching = [c for c in found if wanted & set(c.files)]
+        if not touching:
+            return False, None
         newest = touching[0]
         names = sorted({posixpath.basename(f) for c in touching for f in wanted & set(c.files)})
         more = f" (and {len(touching) - 1} more commit(s))" if len(touching) > 1 else ""
-        return True, f"{', '.join(names)} changed in {newest.sha[:12]}{more}"
+        extra = f" ({'; '.join(hunks[:3])})" if hunks else ""
+        return True, f"{', '.join(names)} changed in {newest.sha[:12]}{more}{extra}"
 
     def baseline_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
         """``pairs`` (``kernel, from_origin, to_origin``) plus ``baseline_changed`` and

@@ -13,7 +13,7 @@ counted but not *listed* by default.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -46,6 +46,19 @@ class Counts:
     verdicts: dict[str, int]  #: the findings of their own (not folded), per verdict
     listed: int  #: of their own, listed by default
     unlisted: dict[str, int]  #: of their own, not listed by default: why -> how many
+    #: of ``verdicts``, the baseline providers' own (``is_subject`` false), per verdict:
+    #: not the code under test, said wherever a verdict is counted (issue 39)
+    baselines: dict[str, int] = field(default_factory=dict)
+
+    def verdict_text(self, verdict: str, count: str | None = None) -> str:
+        """``6 inconclusive`` with ``(3 of them baselines')`` where baselines hold some of
+        them (not for drift: a baseline's drift is its one verdict)."""
+        n = self.verdicts.get(verdict, 0)
+        text = f"{n:,} {verdict}" if count is None else count
+        theirs = self.baselines.get(verdict, 0)
+        if theirs and verdict != "drift":
+            text += f" ({'all' if theirs == n else f'{theirs:,} of them'} baselines')"
+        return text
 
     @property
     def own(self) -> int:
@@ -54,7 +67,7 @@ class Counts:
 
     def tally(self) -> str:
         """``10 regression, 12 improvement, 10 drift, 6 inconclusive, 293 unchanged``."""
-        return ", ".join(f"{n:,} {v}" for v, n in self.verdicts.items())
+        return ", ".join(self.verdict_text(v) for v in self.verdicts)
 
     def not_listed(self) -> str:
         """What is not listed by default, ``296 unchanged, 2 drift`` ('' for nothing)."""
@@ -84,10 +97,17 @@ def count_findings(findings: pl.DataFrame) -> Counts:
     listed = own.filter(listed_expr()) if own.height else own
     rest = own.filter(~listed_expr()) if own.height else own
     unchanged = rest.filter(pl.col("verdict") == "unchanged").height if rest.height else 0
+    theirs = (
+        own.filter(~pl.col("is_subject").fill_null(False))
+        if "is_subject" in own.columns
+        else own.clear()
+    )
+    base = dict(theirs.group_by("verdict").len().iter_rows()) if theirs.height else {}
     return Counts(
         findings=findings.height,
         folded=folded.height,
         verdicts={v: int(per.get(v, 0)) for v in VERDICTS},
         listed=listed.height,
         unlisted={"unchanged": unchanged, "baseline drift": rest.height - unchanged},
+        baselines={v: int(base[v]) for v in VERDICTS if base.get(v)},
     )

@@ -110,10 +110,25 @@ def finding_table(findings: pl.DataFrame) -> pl.DataFrame:
 _MOVED = {"regression": "slower", "improvement": "faster"}
 
 
-def plain_sentence(row: Mapping[str, Any]) -> str:
+def _workloads_clause(row: Mapping[str, Any], verdict: str, own: int | None) -> str:
+    """``, 5 of them moved that way, 3 regressions on their own``: the workloads that
+    moved the finding's way (``workloads_affected``) and, where the caller counted them
+    (``own``: the steps of the sweep chart with the finding's verdict), those whose own
+    step reached the verdict, so the sentence agrees with the chart (issue 39)."""
+    affected = int(row.get("workloads_affected") or 0)
+    text = f", {affected} of them moved that way" if affected else ""
+    if own is not None and verdict in ("regression", "improvement", "drift"):
+        word = verdict if own == 1 or verdict == "drift" else f"{verdict}s"
+        text += f", {own:,} {word} on {'its' if own == 1 else 'their'} own"
+    return text
+
+
+def plain_sentence(row: Mapping[str, Any], own: int | None = None) -> str:
     """A finding in plain words, the same numbers as :func:`finding_table`:
-    ``liger got 15.4% slower (± 1.0%) over its 4 workloads, 4 of them on their own; worst
-    +16.2%; the same-session control huggingface moved -0.3%.``"""
+    ``liger got 15.4% slower (± 1.0%) over its 4 workloads, 4 of them moved that way, 3
+    regressions on their own; worst +16.2%; the same-session control huggingface moved
+    -0.3%.`` (``own``: the workloads whose own step has the finding's verdict, as the
+    sweep chart colours them; not said when not given)."""
     change, verdict = row.get("change"), str(row.get("verdict"))
     size = percent(abs(change), signed=False) if isinstance(change, int | float) else "–"
     se = percent(row.get("change_se"), signed=False)
@@ -140,6 +155,38 @@ def plain_sentence(row: Mapping[str, Any]) -> str:
         else ""
     )
     return (
-        f"{what} over its {total} workloads, {row.get('workloads_affected') or 0} of them on "
-        f"their own; worst {percent(row.get('worst_change'))}; {control}{across}."
+        f"{what} over its {total} workloads{_workloads_clause(row, verdict, own)}; "
+        f"worst {percent(row.get('worst_change'))}; {control}{across}."
     )
+
+
+def worth_rerun(findings: pl.DataFrame) -> pl.DataFrame:
+    """The ``inconclusive`` findings whose data lean one way
+    (:func:`kiana.stats.sweeps.leaning`), with a ``lean`` column, the code under test
+    first, the largest changes first: the findings a rerun would settle (``reruns``: the
+    runs per session each would need, null where the scatter alone is too large)."""
+    from kiana.stats.sweeps import leaning
+
+    if findings.height == 0 or "change_se" not in findings.columns:
+        return findings.clear().with_columns(pl.lit(None, pl.String).alias("lean"))
+    lean = leaning(pl.col("verdict"), pl.col("change"), pl.col("change_se"))
+    leaning_ = findings.with_columns(lean.alias("lean")).filter(pl.col("lean").is_not_null())
+    return leaning_.sort(
+        pl.col("is_subject").fill_null(False), pl.col("change").abs(),
+        descending=[True, True], nulls_last=True, maintain_order=True,
+    )  # fmt: skip
+
+
+def rerun_line(row: Mapping[str, Any]) -> str:
+    """``jsd/full liger NVIDIA H100 PCIe 0.3.0 → 0.3.1: +5.8% ± 2.3%, leans regression;
+    about 5 runs per session on each side would settle it`` (one :func:`worth_rerun` row)."""
+    head = f"{row['kernel']}/{row['pass']} {row['provider']} {row['gpu']} {step_label(row)}"
+    est = f"{percent(row.get('change'))} ± {percent(row.get('change_se'), signed=False)}"
+    reruns = row.get("reruns")
+    need = (
+        f"about {reruns:,} run(s) per session on each side would settle it"
+        if isinstance(reruns, int)
+        else "the workloads or sittings scatter too much: reruns alone will not settle it"
+    )
+    who = "" if row.get("is_subject", True) else " (a baseline's)"
+    return f"{head}{who}: {est}, leans {row['lean']}; {need}"

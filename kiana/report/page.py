@@ -12,7 +12,13 @@ import polars as pl
 from kiana._version import __version__
 from kiana.errors import KianaError
 from kiana.findings.counts import Counts
-from kiana.findings.wording import plain_sentence, step_label, workloads_text
+from kiana.findings.wording import (
+    plain_sentence,
+    rerun_line,
+    step_label,
+    workloads_text,
+    worth_rerun,
+)
 from kiana.harness import display_name
 from kiana.report import assets, charts, frames
 from kiana.report.appendix import provenance, quality_section
@@ -201,6 +207,22 @@ def tradeoff_table(frame: pl.DataFrame, limit: int) -> Html:
     )
 
 
+def _reruns_html(findings: pl.DataFrame, top: int = 10) -> str:
+    """The inconclusive findings that lean one way, worth a rerun, with the runs each
+    would need (:func:`kiana.findings.wording.worth_rerun`); '' for none."""
+    leaning = worth_rerun(findings)
+    if leaning.height == 0:
+        return ""
+    items = "".join(
+        f"<li>{esc(rerun_line(r))}</li>" for r in leaning.head(top).iter_rows(named=True)
+    )
+    more = f"<li>… and {leaning.height - top:,} more</li>" if leaning.height > top else ""
+    return (
+        f'<div class="coverage">Worth a rerun ({leaning.height:,} inconclusive finding(s) '
+        f"leaning one way):<ul>{items}{more}</ul></div>"
+    )
+
+
 def chart_cards(g: Gathered, options: JudgeOptions) -> Html:
     if g.charted.height == 0:
         return note("No finding other than 'unchanged': nothing to chart.")
@@ -217,12 +239,27 @@ def chart_cards(g: Gathered, options: JudgeOptions) -> Html:
         stats = (
             f"<details><summary>statistics</summary><p>{esc(r.get('evidence') or '')}</p></details>"
         )
-        body = Html(f'<div class="meta">{esc(plain_sentence(r))}</div>{stats}') + body
+        body = (
+            Html(f'<div class="meta">{esc(plain_sentence(r, _own_steps(g, r)))}</div>{stats}')
+            + body
+        )
         cards.append(
             f'<div class="finding" id="f-{rank}"><h3>{badge(r["verdict"])} {esc(title)}</h3>'
             f"{body}</div>"
         )
     return Html("".join(cards))
+
+
+def _own_steps(g: Gathered, r: dict[str, Any]) -> int | None:
+    """How many workloads of a finding's sweep chart have its verdict on their own step
+    (what the chart colours), None for a bridge or where the steps cannot be read."""
+    if is_bridge(r):
+        return None
+    try:
+        sweep = frames.sweep_frame(g.steps, r)
+    except KianaError:
+        return None
+    return sweep.filter(pl.col("verdict") == r["verdict"]).height if sweep.height else None
 
 
 def _card_charts(g: Gathered, r: dict[str, Any], options: JudgeOptions, rank: int) -> Html:
@@ -364,6 +401,7 @@ def render(data: ReportData) -> str:
         "get slower?</h1>"
         f'<div class="headline">{esc(headline(data))}</div>'
         + (f'<div class="coverage">{esc(covered)}</div>' if covered else "")
+        + _reruns_html(g.listing.rows())
         + f'<div class="sub">kiana {esc(__version__)} · generated '
         f"{esc(data.generated_at.isoformat())} · {esc(data.database)}</div></header>"
         f"<nav>{nav}</nav><main>{body}</main>"

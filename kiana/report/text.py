@@ -19,8 +19,9 @@ def headline(data: ReportData) -> str:
     """One line: the findings by verdict (unchanged aside), among how many, on what."""
     shown = findings_listing(data)
     counts, own = shown.counts.verdicts, shown.counts.own
-    # the regressions always (0 answers the page's question), the other verdicts found
-    parts = [_n(counts[v], v) if v in ("regression", "improvement") else f"{counts[v]:,} {v}"
+    # the regressions always (0 answers the page's question), the other verdicts found;
+    # those of baselines said to be theirs (the headline counts the code under test)
+    parts = [shown.counts.verdict_text(v, _n(counts[v], v) if v in ("regression", "improvement") else None)
              for v in VERDICTS if v == "regression" or (v != "unchanged" and counts[v])]  # fmt: skip
     moved = ", ".join(parts)
     runs, known = data.runs, data.totals

@@ -179,6 +179,8 @@ def _sigmas(calibration: Calibration | None, options: JudgeOptions, steps: pl.Da
                 *(pl.lit(None, pl.Float64).alias(f"{c}_tail") for c in ("workload", "sitting")),
                 *(pl.lit(0, pl.Int64).alias(f"{c}_samples") for c in ("workload", "sitting")),
                 pl.lit(False).alias("sitting_link_top"),
+                zero.alias("contrast_sigma"),
+                pl.lit(0, pl.Int64).alias("contrast_samples"),
             )
 
         return none

@@ -188,7 +188,20 @@ def _noisy_control(own: pl.Expr, own_dev: pl.Expr, options: JudgeOptions) -> pl.
 
 
 def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
-    """One row per finding (module docstring)."""
+    """One row per finding (module docstring).
+
+    The control's pooled change ``ctl_mu`` (what ``control_change`` shows and the
+    ``drift`` and ``control_alone`` rules test) is the *median* of its workloads' log
+    ratios, not their random-effects mean: a baseline's workload that moved for its own
+    reasons must not speak for the machine (FLCE forward, A100, 0.2.1 -> 0.4.2: one
+    huggingface workload at +9.9% set the mean to +3.1% while the other three moved at
+    most 0.5%).  The median's breakdown point is one half, so a minority of workloads
+    cannot carry it beyond the range of the others; a Huber M-estimate would need a scale
+    of the workloads' scatter, which three to five workloads hardly give (Huber &
+    Ronchetti 2009, "Robust Statistics", ch. 3; the median is its limit as the tuning
+    constant goes to 0).  Its standard error stays the random-effects one
+    (:func:`kiana.stats.pooling.pool`), which the outlier widens through the scatter
+    ``tau``: conservative for the median."""
     frame = _lone_noise(_basis_columns(steps), options)
     # Each deviation once, in columns: polars evaluates an expression wherever it appears.
     deviations = {"_adj": (pl.col("_y"), pl.col("_s_lone")),
@@ -232,6 +245,7 @@ def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         pl.col("benchmark_changed").any(),
         pl.col("benchmark_note").drop_nulls().first(),
         pl.col("outlier").sum().cast(pl.Int64).alias("_outliers"),
+        pl.col("control_log_ratio").median().alias("_ctl_median"),
         *_moves("raw", pl.col("log_ratio"), pl.col("q2")),
         *_moves("adj", pl.col("adjusted_log_ratio"), pl.col("q2") + pl.col("control_q2")),
         *_lone_columns(),
@@ -247,6 +261,10 @@ def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         .join(adj, on=KEYS, how="left", nulls_equal=True)
         .join(ctl, on=KEYS, how="left", nulls_equal=True)
     )
+    # The pooled control is the median of its workloads' log ratios (robust_control).
+    g = g.with_columns(
+        pl.when(pl.col("ctl_mu").is_not_null()).then(pl.col("_ctl_median")).alias("ctl_mu")
+    ).drop("_ctl_median")
     all_one_way = (pl.col("_raw_up") == pl.col("workloads_total")) | (
         pl.col("_raw_down") == pl.col("workloads_total")
     )

@@ -52,7 +52,7 @@ from kiana.stats.calibration import (
     prior_center,
 )  # fmt: skip
 from kiana.stats.nullfit import DEFAULT_SHARE, GRID, TAILS, fit_cells
-from kiana.stats.nullsamples import sitting_samples, workload_samples
+from kiana.stats.nullsamples import contrast_samples, sitting_samples, workload_samples
 
 #: Rounds of fitting the components and the sitting states in turn.
 ROUNDS = 2
@@ -328,7 +328,7 @@ def fit(steps: pl.DataFrame) -> Calibration:
     states, states given the components."""
     steps = canonical(states.group_key(steps))
     f2: pl.DataFrame | None = None
-    workload = sitting = pl.DataFrame(schema=CALIBRATION_SCHEMA)
+    workload = sitting = contrast = pl.DataFrame(schema=CALIBRATION_SCHEMA)
     priors = pl.DataFrame()
     raw_ws = workload_samples(steps)
     for _ in range(ROUNDS):
@@ -337,8 +337,12 @@ def fit(steps: pl.DataFrame) -> Calibration:
         with_var = _with_workload_var(steps, workload, f2)
         ss = _samples_with(sitting_samples(with_var), f2, "f2s")
         sitting = _fit(ss, "sitting", SITTING_LEVELS)
+    # The provider-specific part of the sitting offset, from contrasts within a sitting
+    # (:mod:`kiana.stats.calibration`), given the last round's states.
+    cs = _samples_with(contrast_samples(with_var), f2, "f2s")
+    contrast = _fit(cs, "contrast", SITTING_LEVELS)
     state_rows = priors.with_columns(
         pl.lit("state").alias("component"), pl.lit("gpu").alias("level")
     ) if priors.height else pl.DataFrame(schema=CALIBRATION_SCHEMA)  # fmt: skip
-    frame = pl.concat([workload, sitting, state_rows], how="diagonal_relaxed")
+    frame = pl.concat([workload, sitting, contrast, state_rows], how="diagonal_relaxed")
     return Calibration(frame.select(CALIBRATION_SCHEMA.keys()).cast(CALIBRATION_SCHEMA))  # type: ignore[arg-type]

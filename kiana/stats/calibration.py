@@ -26,16 +26,26 @@ heavy-tailed two-groups model of :mod:`kiana.stats.nullfit`:
   environment shifts and the baselines' own code changes are the two-groups model's
   alternative), the mean difference of two baselines of one step over their common
   workloads, and A/A pairs (two sessions of the same code, :mod:`kiana.stats.reruns`:
-  pure noise, never a change); all ``c = 1``.  A control-adjusted change (Liger minus
-  its control) carries two such terms, one per provider (:mod:`kiana.stats.controls`):
-  the machine cancels, the providers' own offsets do not, and since a centre also
-  holds the machine's move, two terms are conservative (in Liger's jsd pair of
-  2026-05-27 and 06-16, torch's centres moved -4.4%, -11.0% and -4.0%, Liger minus
-  torch +1.1%, +6.9% and +2.4%; one term instead finds one more >= 10% regression of
-  95 on the ten realistic detection corpora and calls about six more unchanged groups
-  and one more drift group a change, ``bench/README.md``).  Liger's own steps never enter
-  it: they hold the changes being judged.  Steps whose baseline code changed
-  (:mod:`kiana.stats.codechanges`) are left out.
+  pure noise, never a change); all ``c = 1``.  It holds both parts of a sitting's
+  offset: the *common* part every provider of the sitting shares (the machine moved)
+  and each provider's *own* part.  Raw and drift verdicts carry it whole.  Liger's own
+  steps never enter it: they hold the changes being judged.  Steps whose baseline code
+  changed (:mod:`kiana.stats.codechanges`) are left out.
+* the **contrast** component, the provider's own part alone, from contrasts within a
+  sitting: the mean over common workloads of the difference of two providers' log
+  ratios of one step (two baselines, or any two providers of an A/A pair), ``c = 2``
+  (two providers' own offsets; the common part cancels exactly, whatever the machine
+  did: a difference-in-differences contrast, as in the within-block contrasts of a
+  randomized block design, Cochran & Cox 1957, "Experimental Designs", ch. 3; the
+  variance components of Searle, Casella & McCulloch 1992, "Variance Components",
+  ch. 3).  A control-adjusted change (Liger minus its control) carries one contrast
+  term per provider (:mod:`kiana.stats.controls`), never the common part: a machine
+  that moves often or a lot widens raw standard errors, not adjusted ones
+  (``tests/stats/test_contrast.py``: a GPU whose machine moves at a third of its steps
+  and a calm one with the same provider noise get adjusted noise within a few percent
+  of each other).  It assumes the code under test's own offsets scatter as its
+  baselines' do.  A GPU without any contrast (no two providers in one sitting) falls
+  back to the sitting component (conservative: it holds the common part too).
 
 Hierarchy: every estimate is per GPU and metric, never pooled across GPUs, so judging
 one GPU alone gives the same answer (``judge`` shards by GPU).  Levels, each the prior
@@ -43,6 +53,7 @@ centre of the next (prior sd of ``ln s``: 1.0 at the top, 0.5 below):
 
     workload: prior -> (gpu, metric, sampling) -> + kernel -> + provider
     sitting:  prior -> (gpu, metric)           -> + kernel
+    contrast: prior -> (gpu, metric)           -> + kernel   (the sitting's prior)
 
 The tails (``nu``) and the share of real changes are fitted at the top level (with at
 least 40 samples; else the prior tails of :data:`PRIOR_TAIL`) and inherited.  The prior (:data:`PRIOR`) is fitted on the baselines' sitting pairs of
@@ -157,7 +168,10 @@ class Calibration:
 
 
 def prior_center(metric: pl.Expr, component: str, sampling: pl.Expr | None) -> pl.Expr:
-    """The prior centre of :data:`PRIOR` for each row (latency's for other metrics)."""
+    """The prior centre of :data:`PRIOR` for each row (latency's for other metrics); the
+    ``contrast`` component (a provider's own part of the sitting offset) has the
+    sitting's."""
+    component = "sitting" if component == "contrast" else component
     entries = [
         (m, samp, value)
         for (m, comp, samp), value in PRIOR.items()
@@ -278,4 +292,20 @@ def sigmas(
                 f"{component}_sigma"
             )
         )
-    return frame
+    return with_contrast(frame, calibration)
+
+
+def with_contrast(frame: pl.DataFrame, calibration: Calibration) -> pl.DataFrame:
+    """``contrast_sigma``: a provider's own part of its sitting offset (the ``contrast``
+    rows, times the sitting factor), the sigma a control-adjusted change carries per
+    provider; where the GPU has no contrast at all (no two providers of one sitting),
+    the whole ``sitting_sigma`` (conservative: it holds the machine's move too).
+    ``frame`` carries the columns of :func:`sigmas`."""
+    frame = attach_scales(frame, calibration, component="contrast")
+    known = pl.col("contrast_level") != "prior"
+    return frame.with_columns(
+        pl.when(known)
+        .then(pl.col("contrast_scale") * pl.col("sitting_factor"))
+        .otherwise(pl.col("sitting_sigma"))
+        .alias("contrast_sigma")
+    ).drop("contrast_scale", "contrast_tail", "contrast_share", "contrast_level", "contrast_var")

@@ -34,10 +34,13 @@ Adjusted change
 ---------------
     adjusted log ratio = subject log ratio - control log ratio
     adjusted noise     = sqrt(subject per-workload noise^2 + control per-workload noise^2
-                              + subject sitting sigma^2 + control sitting sigma^2)
+                              + subject contrast sigma^2 + control contrast sigma^2)
 
-(the machine cancels, the two providers' own sitting offsets do not; a sitting sigma
-also holds the machine's move, so the sum is conservative: :mod:`kiana.stats.calibration`).
+(the machine cancels, the two providers' own sitting offsets do not: the contrast sigma
+is a provider's own part of its sitting offset, measured from differences between
+providers of one sitting, :mod:`kiana.stats.calibration`; the sitting sigma, which
+also holds the machine's common move, enters the raw change and the control's own
+change, ``control_offset_var``, never the adjusted one).
 :func:`control_moved` is the one test of "the control moved with it", used by steps,
 findings and outliers alike.
 """
@@ -61,6 +64,7 @@ _CONTROL = (
     "control_log_ratio",
     "control_noise",
     "control_offset_var",
+    "control_contrast_var",
     "control_q2",
 )
 
@@ -155,7 +159,8 @@ def attach_controls(
     """Add the control columns to subject steps (null elsewhere): ``control_provider``,
     ``control_log_ratio``, ``control_noise`` (its per-workload part),
     ``control_offset_var`` (the variance all its workloads share: its sitting offset,
-    or the GPU-wide control's own), ``control_full_noise``, ``control_change``,
+    or the GPU-wide control's own), ``control_contrast_var`` (its own part of it: its
+    contrast sigma squared), ``control_full_noise``, ``control_change``,
     ``control_severity``, ``adjusted_log_ratio``, ``adjusted_wnoise`` (per workload),
     ``adjusted_offset_var`` (shared), ``adjusted_noise``, ``adjusted_change`` and
     ``adjusted_severity`` (module docstring).  ``steps``
@@ -169,7 +174,10 @@ def attach_controls(
     ).with_columns(
         (pl.col("control_q2") + pl.col("workload_sigma").pow(2)).sqrt().alias("control_noise")
     )
-    cands = cands.with_columns(pl.col("sitting_sigma").pow(2).alias("control_offset_var"))
+    cands = cands.with_columns(
+        pl.col("sitting_sigma").pow(2).alias("control_offset_var"),
+        pl.col("contrast_sigma").pow(2).alias("control_contrast_var"),
+    )
     chosen = cands.join(medoid(cands), on=[*medoid_keys(), "control_provider"], how="semi")
     chosen = chosen.select(*STEP_KEYS, pl.col("_subject").alias("provider"), "workload", *_CONTROL)
     frame = steps.join(
@@ -192,7 +200,7 @@ def attach_controls(
             .then((pl.col("wnoise").pow(2) + pl.col("control_noise").pow(2)).sqrt())
             .alias("adjusted_wnoise"),
             pl.when(on)
-            .then(pl.col("sitting_sigma").pow(2) + pl.col("control_offset_var"))
+            .then(pl.col("contrast_sigma").pow(2) + pl.col("control_contrast_var"))
             .alias("adjusted_offset_var"),
         )
         .with_columns(
@@ -242,6 +250,7 @@ def _gpu_fallback(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
         # the pooling's weights finite), its noise is shared.
         pl.when(use).then(pl.lit(1e-9)).otherwise(pl.col("control_noise")).alias("control_noise"),
         pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(pl.col("control_offset_var")).alias("control_offset_var"),
+        pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(pl.col("control_contrast_var")).alias("control_contrast_var"),
         pl.when(use).then(pl.lit(0.0)).otherwise(pl.col("control_q2")).alias("control_q2"),
         pl.when(use).then(pl.col("gpu_noise").pow(2)).otherwise(0.0).alias("_gpu_var"),
     ).drop("gpu_provider", "gpu_log_ratio", "gpu_noise", "_has_base")  # fmt: skip

@@ -115,3 +115,30 @@ def sitting_samples(steps: pl.DataFrame) -> pl.DataFrame:
         ],
         how="vertical_relaxed",
     )
+
+
+def contrast_samples(steps: pl.DataFrame) -> pl.DataFrame:
+    """Contrasts within a sitting: for every pair of providers of one step (two
+    baselines; any two providers of an A/A pair, whose code did not change), the mean
+    over their common workloads of the difference of their log ratios.  The machine's
+    move, shared by every provider of the sitting, cancels in it; what is left is the
+    two providers' own offsets, ``c = 2`` (:mod:`kiana.stats.calibration`).  Baseline
+    pairs may hold a baseline's own change (the alternative), A/A pairs never.
+    ``steps`` carry ``_group`` and ``workload_var``."""
+    sitting = ["_group", "kernel", "pass", "gpu", "metric", "from_session", "to_session"]
+    q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
+    base = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed")).select(
+        *sitting, "partition_id", "provider", "is_subject", "aa", "log_ratio", q2.alias("_q2")
+    )
+    usable = base.filter(~pl.col("is_subject") | pl.col("aa"))
+    pairs = usable.join(
+        usable, on=[*sitting, "partition_id", "aa"], suffix="_b", maintain_order="left_right"
+    ).filter((pl.col("provider") < pl.col("provider_b")) & (pl.col("aa") | ~pl.col("is_subject_b")))
+    between = pairs.group_by(*sitting, "aa", "provider", "provider_b", maintain_order=True).agg(
+        (pl.col("log_ratio") - pl.col("log_ratio_b")).mean().alias("x"),
+        ((pl.col("_q2") + pl.col("_q2_b")).sum() / pl.len().pow(2)).alias("q2"),
+    )
+    return between.select(
+        "_group", "gpu", "metric", "kernel", "x", "q2", pl.lit(2.0).alias("c"),
+        (~pl.col("aa")).alias("may_change"),
+    )  # fmt: skip

@@ -9,7 +9,8 @@ wrong, so a finding's verdict comes from pooled estimates (:mod:`kiana.stats.poo
 * ``raw``: the provider's own log ratios, DerSimonian-Laird pooled, with the
   calibrated sitting offset in its standard error (:mod:`kiana.stats.calibration`);
 * ``adj``: the same of the control-adjusted log ratios (the code under test with a control,
-  :mod:`kiana.stats.controls`), with both providers' sitting offsets;
+  :mod:`kiana.stats.controls`), with both providers' own parts of their sitting offsets (the contrast
+  component; the machine's common move cancels);
 * ``ctl``: the control's own.
 
 An estimate is *flagged* when it is separated from zero (``|mu| >= separation * se``)
@@ -51,14 +52,29 @@ other.  In order:
                     (:mod:`kiana.stats.aggregate`)
 ``gross``           no noise information, every workload moved ``gross_change`` (25%)
                     the same way: called on size alone
-``unchanged``       the estimate could have separated ``resolution * threshold`` (9%);
+``unchanged``       the data rule out the threshold (the equivalence rule below), and
+                    the estimate could have separated ``resolution * threshold`` (9%);
                     the sentence gives the smallest change it would have flagged,
                     ``max(threshold, exp(separation * se) - 1)``
 ``inconclusive``    otherwise, with ``reruns``: runs per session (each side) that would
                     bring the noise part of the standard error to ``ln(1 + threshold) /
                     separation`` (null when the scatter between workloads or the sitting
-                    offset alone is too large: reruns will not resolve it)
+                    offset alone is too large: reruns will not resolve it); the sentence
+                    says which way the data lean (:func:`leaning`)
 ==================  =====================================================================
+
+The equivalence rule (``unchanged``, and ``control_alone``'s ``unchanged``): the two
+one-sided tests of Schuirmann (1987, "A comparison of the two one-sided tests procedure
+and the power approach for assessing the equivalence of average bioavailability",
+Journal of Pharmacokinetics and Biopharmaceutics 15): a change is ruled out to the margin
+``Δ = ln(1 + threshold)`` when both ``H0: μ >= Δ`` and ``H0: μ <= -Δ`` are rejected,
+i.e. when the interval ``mu ± z se`` lies inside ``(-Δ, Δ)``, here with ``z =``
+:data:`EQUIVALENCE_Z` (1: the one standard error within which a flagged finding must
+reach the threshold, so no estimate is both flagged and ruled out, and none whose own
+estimate, or its one-standard-error interval, reaches the threshold is ``unchanged``).
+The Liger case that asked for it (issue 39): jsd/full on the H100 PCIe, 0.3.0 -> 0.3.1,
+"+5.8% ± 2.3%" was ``unchanged`` (3 x 2.3% resolves 9%); it is ``inconclusive``, "leans
+regression", with the reruns that would settle it.
 
 One basis lies outside the table: ``bridge``, a finding between two sessions that are
 not consecutive, across one too noisy to place a change in (:mod:`kiana.stats.bridges`:
@@ -136,6 +152,29 @@ class Rule:
     sentence: pl.Expr  #: the first clause of the evidence
 
 
+#: The equivalence rule's ``z`` (module docstring): ``unchanged`` needs ``|mu| + z se <
+#: ln(1 + threshold)``.
+EQUIVALENCE_Z = 1.0
+
+
+def equivalent(mu: pl.Expr, se: pl.Expr, options: JudgeOptions) -> pl.Expr:
+    """The data rule out the threshold: Schuirmann's two one-sided tests at
+    :data:`EQUIVALENCE_Z` (module docstring)."""
+    return (mu.abs() + EQUIVALENCE_Z * se < math.log1p(options.threshold)).fill_null(False)
+
+
+def leaning(verdict: pl.Expr, change: pl.Expr, se: pl.Expr) -> pl.Expr:
+    """Which way an ``inconclusive`` finding's data lean: ``regression`` or ``improvement``
+    when its estimate (``change``, relative; ``se``, log) is at least one standard error
+    from zero, else null (as for every other verdict)."""
+    mu = change.log1p()
+    return (
+        pl.when((verdict == "inconclusive") & (se > 0) & (mu.abs() >= se))
+        .then(_direction(mu))
+        .otherwise(pl.lit(None, pl.String))
+    )
+
+
 def _flag(mu: str, se: str, options: JudgeOptions) -> pl.Expr:
     """Separated from zero and reaching the threshold within one standard error."""
     m, s = pl.col(mu), pl.col(se)
@@ -194,8 +233,12 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
         "adjusted": has_adj, "workloads": pl.lit(None, pl.String),
     }  # fmt: skip
     span = math.log1p(options.resolution * options.threshold)
-    resolvable = (options.separation * basis["se"] <= span).fill_null(False)
-    raw_resolvable = (options.separation * pl.col("raw_se") <= span).fill_null(False)
+    resolvable = (options.separation * basis["se"] <= span).fill_null(False) & equivalent(
+        basis["change"], basis["se"], options
+    )
+    raw_resolvable = (options.separation * pl.col("raw_se") <= span).fill_null(False) & equivalent(
+        raw, pl.col("raw_se"), options
+    )
     who, control = pl.col("provider"), pl.col("control_provider")
     machine = ~subject & ~memory & ~changed  # a baseline whose move is the machine's
 
@@ -251,8 +294,20 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
                             "; a change of ", pct(shown.exp() - 1.0, signed=False), " would have shown")),
         Rule("inconclusive", pl.lit(True), pl.lit("inconclusive"), **basis,
              sentence=pl.when(pl.col("workloads_with_noise") == 0).then(pl.lit("no noise information on any workload"))
-             .otherwise(_text("too uncertain: ", _est(basis["change"], basis["se"]), f" cannot rule out a {t} change"))),
+             .otherwise(_text("too uncertain: ", _est(basis["change"], basis["se"]), f" cannot rule out a {t} change",
+                              _lean_clause(basis["change"], basis["se"])))),
     )  # fmt: skip
+
+
+def _lean_clause(mu: pl.Expr, se: pl.Expr) -> pl.Expr:
+    """``: leans regression`` (or improvement) where the estimate is a standard error or
+    more from zero (:func:`leaning`), ``: leans neither way`` otherwise."""
+    lean = leaning(pl.lit("inconclusive"), mu.exp() - 1.0, se)
+    return (
+        pl.when(lean.is_not_null())
+        .then(pl.lit(": leans ") + lean)
+        .otherwise(pl.lit(": leans neither way"))
+    )
 
 
 def _lone_sentence(sweep: pl.Expr, control: pl.Expr) -> pl.Expr:

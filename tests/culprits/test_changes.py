@@ -70,7 +70,8 @@ def test_an_imported_reference_module_changing_is_a_baseline_change(
     answer = _ask(git_repo, [("jsd", origin(shas["b"]), origin(shas["c"]))])
     assert answer.row(0, named=True) == {
         "kernel": "jsd", "from_origin": origin(shas["b"]), "to_origin": origin(shas["c"]),
-        "baseline_changed": True, "baseline_note": f"test_jsd.py changed in {shas['ref'][:12]}",
+        "baseline_changed": True,
+        "baseline_note": f"test_jsd.py changed in {shas['ref'][:12]} (test_jsd.py @@ -1,1 +1,1 @@)",
     }  # fmt: skip
 
 

@@ -34,9 +34,20 @@ ROW = {
 def test_the_plain_sentence_carries_the_tables_numbers() -> None:
     text = plain_sentence(ROW)
     assert text == (
-        "liger got 15.4% slower (± 1.0%) over its 4 workloads, 4 of them on their own; "
+        "liger got 15.4% slower (± 1.0%) over its 4 workloads, 4 of them moved that way; "
         "worst +16.2%; the same-session control huggingface moved -0.3%."
     )
+
+
+def test_the_plain_sentence_agrees_with_the_sweep_chart() -> None:
+    # "5 of them on their own" where the chart showed 3 regressions (issue 39): the
+    # workloads that moved the finding's way and those whose own step is a regression
+    # (what the sweep chart colours) are told apart.
+    row = {**ROW, "workloads_total": 5, "workloads_affected": 5}
+    text = plain_sentence(row, own=3)
+    assert "5 of them moved that way, 3 regressions on their own" in text
+    assert "1 regression on its own" in plain_sentence(row, own=1)
+    assert "on their own" not in plain_sentence({**row, "verdict": "inconclusive"}, own=0)
     assert "no same-session control" in plain_sentence({**ROW, "control_provider": None})
 
 

@@ -92,3 +92,36 @@ def test_an_answer_without_its_columns_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError, match="baseline_changed"):
         judge(rows_with(0.0, 0.0), code_changes=Broken())
+
+
+UTILS = """import os
+
+def run_benchmarks(bench_test_fn, kernel_name, x_values):
+    data = []
+    for x in x_values:
+        data.append(bench_test_fn(x))
+    print_benchmark_data(data)
+    update_benchmark_data_csv(data, filename="all_benchmark_data.csv")
+"""
+
+
+def test_a_utils_change_that_routes_output_keeps_the_control() -> None:
+    # Liger #1228 (2026-05-28): run_benchmarks' CSV name, after its measuring loop.
+    from kiana.culprits.hunks import mattering_hunks
+
+    routed = UTILS.replace(
+        'filename="all_benchmark_data.csv"',
+        'filename=os.environ.get("IMPL", "all_benchmark_data.csv")',
+    )
+    assert mattering_hunks("utils.py", UTILS, routed) == []
+
+
+def test_a_utils_change_before_the_measurement_voids_it_and_is_named() -> None:
+    from kiana.culprits.hunks import mattering_hunks
+
+    changed = UTILS.replace("for x in x_values:", "for x in x_values[::2]:")
+    assert mattering_hunks("utils.py", UTILS, changed) == [
+        "utils.py @@ -5,1 +5,1 @@ (run_benchmarks)"
+    ]
+    module_level = UTILS.replace("import os", "import os\nQUANTILES = [0.5, 0.1, 0.9]")
+    assert mattering_hunks("utils.py", UTILS, module_level) != []

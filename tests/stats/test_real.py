@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 import pytest
 
@@ -73,3 +75,16 @@ def test_memory_never_drifts_and_coverage_is_said(judged: Judgement) -> None:
         == 0
     )
     assert result.coverage.compared < result.coverage.series
+
+
+def test_no_unchanged_finding_reaches_the_threshold(judged: Judgement) -> None:
+    # `unchanged` means the data rule out the threshold (issue 39): no such finding's own
+    # estimate, nor its one-standard-error interval, reaches 3%.
+    unchanged = judged.findings.filter(pl.col("verdict") == "unchanged")
+    assert unchanged.height > 0
+    reach = unchanged.filter(pl.col("change").abs() >= 0.03)
+    assert reach.height == 0, reach.select("kernel", "pass", "provider", "change").rows()
+    upper = unchanged.filter(
+        pl.col("change").log1p().abs() + pl.col("change_se") >= math.log1p(0.03)
+    )
+    assert upper.height == 0
