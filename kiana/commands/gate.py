@@ -278,6 +278,13 @@ def _print_not_judged(result: GateResult) -> None:
             f"({books.subject_conflicts:,} of Liger): replicates that disagree far beyond "
             "their noise (--json: quality)"
         )
+    for subject, who in ((True, "of a Liger provider"), (False, "of a baseline")):
+        reasons = books.unjudged_reasons(subject=subject)
+        if reasons:
+            total = sum(n for _, n in reasons)
+            print(f"not judged: {total:,} head row(s) {who}, no judged step ends at them:")
+            for reason, n in reasons:
+                print(f"  {n:6,}  {reason}")
     if books.unmatched:
         print(f"not compared: {books.unmatched_rows:,} head row(s) match no history; closest:")
         for item in books.unmatched[:10]:

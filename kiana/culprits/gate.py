@@ -35,7 +35,7 @@ from typing import Any
 
 import polars as pl
 
-from kiana.culprits import accounting, history
+from kiana.culprits import accounting, headsessions, history
 from kiana.culprits.accounting import Accounting, Rejected
 from kiana.culprits.exits import (
     EXIT_CODES,
@@ -318,16 +318,19 @@ def gate(
     good, rejected = _precheck(fresh, skipped)
     cut = replaced_first(past, good, base_files)
     finder = Finder(repo, first_parent=False, span=(base_sha, head_sha))
-    analysis, load_rejected, origins = _analyze(
-        cut.kept, good, repo, options or JudgeOptions(), finder
-    )
+    options = options or JudgeOptions()
+    analysis, load_rejected, origins = _analyze(cut.kept, good, repo, options, finder)
     runs = analysis.runs
-    quality = analysis.judgement.quality
+    judgement = analysis.judgement
+    conflicts = accounting.head_conflicts(judgement.quality, runs, origins)
     books = Accounting(
         refused=head_files.refused,
         rejected=tuple(rejected + load_rejected),
-        conflicts=accounting.head_conflicts(quality, runs, origins),
+        conflicts=conflicts,
         unmatched=accounting.unmatched(runs, origins),
+        unjudged=headsessions.unjudged(
+            runs, judgement.steps, origins, conflicts=conflicts, gap=options.session_gap
+        ),
         replaced_series=cut.series,
         dropped_rows=cut.dropped,
     )
