@@ -21,12 +21,12 @@ def repo(tmp_path: Path) -> LigerRepo:
     return base_repo(tmp_path / "Liger-Kernel")
 
 
-def _malformed() -> list[dict[str, str]]:
-    """rms_norm at FEB, 30% slower, every Liger row's median unreadable."""
-    return [
-        {**r, "y_value_50": "slow"} if r["kernel_provider"] == "liger" else r
-        for r in rows("rms_norm", "0.5.0", FEB, liger=1.3)
-    ]
+def _malformed(text: str) -> str:
+    """``text`` with every Liger row at FEB one field too long (a record the csv reader
+    skips: ``expected 15 fields, found 16``)."""
+    return "\r\n".join(
+        line + ",x" if ",liger," in line and FEB in line else line for line in text.split("\r\n")
+    )
 
 
 def _base_sessions() -> tuple[list[dict[str, str]], ...]:
@@ -50,7 +50,7 @@ def test_records_are_found_by_the_csv_readers_position() -> None:
 def test_malformed_liger_rows_are_counted_whatever_splits_lines(
     repo: LigerRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str
 ) -> None:
-    body = csv_text(*_base_sessions(), _malformed())
+    body = _malformed(csv_text(*_base_sessions(), rows("rms_norm", "0.5.0", FEB, liger=1.3)))
     header, rest = body.split("\r\n", 1)
     if layout == "form-feeds":
         text = header + "\r\n" + "\f\r\n" * 16 + rest
