@@ -35,7 +35,8 @@ exit status:
   1  a Liger provider regressed: a finding with verdict 'regression'
   2  usage error: REPO is not a git repository, --base/--head unknown or swapped, no
      Liger CSVs, an output that cannot be written
-  3  fail closed: head rows of a Liger provider were rejected or conflict, or a head CSV
+  3  fail closed: head rows of a Liger provider were rejected, conflict or were not
+     judged (no step ends at their session), or a head CSV
      was refused (a link, a submodule), or a regression lies between an earlier session
      and the head's across one too noisy to place it, or a Liger finding of the head is
      inconclusive (too noisy to say whether it regressed): the pull request could not be
