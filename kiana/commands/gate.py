@@ -35,7 +35,8 @@ exit status:
   1  a Liger provider regressed: a finding with verdict 'regression'
   2  usage error: REPO is not a git repository, --base/--head unknown or swapped, no
      Liger CSVs, an output that cannot be written
-  3  fail closed: head rows of a Liger provider were rejected or conflict, or a head CSV
+  3  fail closed: head rows of a Liger provider were rejected, conflict or were not
+     judged (no step ends at their session), or a head CSV
      was refused (a link, a submodule), or a regression lies between an earlier session
      and the head's across one too noisy to place it, or a Liger finding of the head is
      inconclusive (too noisy to say whether it regressed): the pull request could not be
@@ -278,6 +279,13 @@ def _print_not_judged(result: GateResult) -> None:
             f"({books.subject_conflicts:,} of Liger): replicates that disagree far beyond "
             "their noise (--json: quality)"
         )
+    for subject, who in ((True, "of a Liger provider"), (False, "of a baseline")):
+        reasons = books.unjudged_reasons(subject=subject)
+        if reasons:
+            total = sum(n for _, n in reasons)
+            print(f"not judged: {total:,} head row(s) {who}, no judged step ends at them:")
+            for reason, n in reasons:
+                print(f"  {n:6,}  {reason}")
     if books.unmatched:
         print(f"not compared: {books.unmatched_rows:,} head row(s) match no history; closest:")
         for item in books.unmatched[:10]:

@@ -8,17 +8,22 @@ Silence reads as "all clear", so every head row that did not reach a finding is 
   p20 above p80, an unreadable timestamp, an empty GPU, ...), with the reason;
 * **conflicting** sessions: replicates of one head session that disagree far beyond
   their noise (:mod:`kiana.stats.quality`), which are never judged;
+* **not judged** rows (:mod:`kiana.culprits.headsessions`): no judged step ends at
+  their session (dated before or inside the history, an older version, the same
+  session as a base row, hidden by later rows, no history), each with its reason;
 * **unmatched** rows: their series (kernel, pass, provider, GPU, workload, metric) has
   no run in the history, so nothing was compared; each unmatched series names its
   closest history series and the fields that differ (``Forward`` for ``forward`` and
   ``1024.0`` for ``1024`` are normalised when read: :func:`kiana.importers.rows.normalise`).
 
-Refused files and rejected or conflicting rows of a provider under test fail the gate
-closed (:data:`kiana.culprits.gate.EXIT_UNJUDGED`); a row whose provider cannot be read
+Refused files and rejected, conflicting or not judged rows of a provider under test
+fail the gate closed (:data:`kiana.culprits.gate.EXIT_UNJUDGED`); a row whose provider cannot be read
 counts as one under test.  The gate reads Liger-Kernel's CSVs, so a rejected row (which
 never became a run with a ``role``) is judged by the Liger profile's rule
 (:data:`kiana.harness.LIGER`); a conflicting session carries its runs' ``role``.
-Unmatched rows are shown, not failed: a new kernel matches no history.
+Unmatched series are listed with their closest history series; their rows of a
+provider under test fail as not judged, unless the pull request adds their kernel,
+GPU or workload (named as new).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 
 import polars as pl
 
+from kiana.culprits.headsessions import Unjudged
 from kiana.harness import LIGER
 from kiana.vocabulary import subject_expr
 
@@ -70,6 +76,7 @@ class Accounting:
     rejected: tuple[Rejected, ...] = ()
     conflicts: pl.DataFrame = field(default_factory=pl.DataFrame)
     unmatched: tuple[Unmatched, ...] = ()
+    unjudged: tuple[Unjudged, ...] = ()  #: head points no judged step ends at
     replaced_series: int = 0  #: head series compared with the rows they replaced
     dropped_rows: int = 0  #: history rows of other files left out for that
 
@@ -89,6 +96,25 @@ class Accounting:
         """Refused files plus rejected and conflicting rows under test: each fails the gate."""
         subject = sum(r.is_subject for r in self.rejected)
         return len(self.refused) + subject + self.subject_conflicts
+
+    @property
+    def unjudged_failing(self) -> int:
+        """Head rows of a provider under test that no judged step ends at (not new)."""
+        return sum(u.rows for u in self.unjudged if u.failing)
+
+    @property
+    def new_rows(self) -> int:
+        """Head rows of a provider under test in a kernel, GPU or workload the PR adds."""
+        return sum(u.rows for u in self.unjudged if u.is_subject and u.new is not None)
+
+    def unjudged_reasons(self, *, subject: bool = True) -> list[tuple[str, int]]:
+        """Rows not judged by reason (of a provider under test, or of the others), most
+        first; new kernels, GPUs and workloads apart."""
+        counts: dict[str, int] = {}
+        for item in self.unjudged:
+            if item.is_subject == subject:
+                counts[item.text] = counts.get(item.text, 0) + item.rows
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def reasons(self) -> list[tuple[str, int]]:
         """Rejected rows by reason, most frequent first."""
@@ -114,6 +140,21 @@ class Accounting:
                     "differs": list(u.differs),
                 }
                 for u in self.unmatched
+            ],
+            "not_judged_liger_rows": self.unjudged_failing,
+            "not_judged_other_rows": sum(u.rows for u in self.unjudged if not u.is_subject),
+            "new_liger_rows": self.new_rows,
+            "not_judged_reasons": dict(self.unjudged_reasons()),
+            "not_judged": [
+                {
+                    "series": u.series,
+                    "session": u.session,
+                    "rows": u.rows,
+                    "reason": u.reason,
+                    "new": u.new,
+                    "liger": u.is_subject,
+                }
+                for u in self.unjudged[:20]
             ],
             "replaced_series": self.replaced_series,
             "dropped_history_rows": self.dropped_rows,

@@ -11,7 +11,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_REGRESSED: "a Liger provider regressed: a finding with verdict 'regression'",
     EXIT_USAGE: "usage error: not a git repository, --base/--head unknown or swapped, no "
     "Liger CSVs, an output that cannot be written",
-    EXIT_UNJUDGED: "fail closed: head rows of a Liger provider were rejected or conflict, "
+    EXIT_UNJUDGED: "fail closed: head rows of a Liger provider were rejected, conflict or were not judged "
+    "(no step ends at their session), "
     "or a head CSV was refused (a link, a submodule), or a regression lies between an earlier "
     "session and the head's across one too noisy to place it, or a Liger finding of the head is "
     "inconclusive (too noisy to say whether it regressed): the pull request could not be judged",

@@ -35,7 +35,7 @@ from typing import Any
 
 import polars as pl
 
-from kiana.culprits import accounting, history
+from kiana.culprits import accounting, headsessions, history
 from kiana.culprits.accounting import Accounting, Rejected
 from kiana.culprits.exits import (
     EXIT_CODES,
@@ -49,7 +49,7 @@ from kiana.culprits.exits import (
     MAX_ROWS,
     TIMEOUT_SECONDS,
 )
-from kiana.culprits.gaterows import Counter, HeadRows, head_rows, replaced_first
+from kiana.culprits.gaterows import Counter, HeadRows, head_rows, raw_records, replaced_first
 from kiana.culprits.gaterows import history as history_rows
 from kiana.culprits.headfiles import HeadFiles, commit_csvs, worktree_csvs
 from kiana.culprits.outcome import Outcome, outcome
@@ -175,14 +175,15 @@ def _origin(row: Row) -> str:
 
 def _new_skips(skipped: list[Skipped], head: HeadFiles, base: HeadFiles) -> list[Skipped]:
     """The rows skipped reading the head that the base's version of the file did not
-    hold as they are (a bad row already at the base is the history's, not the head's)."""
-    lines = {path: set(text.splitlines()) for path, text in base.texts.items()}
+    hold as they are (a bad row already at the base is the history's, not the head's):
+    records found by the csv module's reader position (:func:`raw_records`)."""
+    held = {path: set(raw_records(text).values()) for path, text in base.texts.items()}
+    records = {path: raw_records(text) for path, text in head.texts.items()}
     out = []
     for item in skipped:
         path = item.source.split(":", 1)[-1]
-        text = head.texts.get(path, "").splitlines()
-        line = text[item.line - 1] if 0 < item.line <= len(text) else None
-        if line is None or line not in lines.get(path, set()):
+        record = records.get(path, {}).get(item.line)
+        if record is None or record not in held.get(path, set()):
             out.append(item)
     return out
 
@@ -318,16 +319,19 @@ def gate(
     good, rejected = _precheck(fresh, skipped)
     cut = replaced_first(past, good, base_files)
     finder = Finder(repo, first_parent=False, span=(base_sha, head_sha))
-    analysis, load_rejected, origins = _analyze(
-        cut.kept, good, repo, options or JudgeOptions(), finder
-    )
+    options = options or JudgeOptions()
+    analysis, load_rejected, origins = _analyze(cut.kept, good, repo, options, finder)
     runs = analysis.runs
-    quality = analysis.judgement.quality
+    judgement = analysis.judgement
+    conflicts = accounting.head_conflicts(judgement.quality, runs, origins)
     books = Accounting(
         refused=head_files.refused,
         rejected=tuple(rejected + load_rejected),
-        conflicts=accounting.head_conflicts(quality, runs, origins),
+        conflicts=conflicts,
         unmatched=accounting.unmatched(runs, origins),
+        unjudged=headsessions.unjudged(
+            runs, judgement.steps, origins, conflicts=conflicts, gap=options.session_gap
+        ),
         replaced_series=cut.series,
         dropped_rows=cut.dropped,
     )

@@ -17,7 +17,10 @@ cut that makes a re-run compare with the rows it replaced.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +43,33 @@ SERIES_CELLS = (
 
 class RowLimitError(KianaError):
     """More distinct rows than ``--max-rows``: the gate stops before judging."""
+
+
+def raw_records(text: str) -> dict[int, str]:
+    """Each record's text (every physical line it spans) by the line it starts on, as
+    :func:`kiana.importers.liger.read_rows` numbers them: the csv module's own reader
+    position over the same lines, never ``str.splitlines`` (which also splits on
+    ``\f``, ``\x85`` and U+2028, and would point a line number at another record)."""
+    consumed: list[str] = []
+
+    def lines() -> Iterator[str]:
+        for line in io.StringIO(text, newline=""):
+            consumed.append(line)
+            yield line
+
+    reader = csv.reader(lines())
+    out: dict[int, str] = {}
+    start = 1
+    while True:
+        try:
+            next(reader)
+        except StopIteration:
+            return out
+        except csv.Error:
+            pass
+        record = "".join(consumed[start - 1 : reader.line_num])
+        out[start] = record.removesuffix("\n").removesuffix("\r")
+        start = reader.line_num + 1
 
 
 def series_of(row: Row) -> tuple[str, ...]:

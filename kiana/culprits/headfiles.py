@@ -10,7 +10,10 @@ folder outside the repository, a name may hold a newline.  So:
   be judged); files are opened with ``O_NOFOLLOW``
   (:func:`kiana.importers.liger.read_csv_file`);
 * at a commit, ``git ls-tree -z`` gives each entry's mode: a link (``120000``) or a
-  submodule is refused the same way; blobs are read by id (:mod:`kiana.importers.gitread`).
+  submodule is refused the same way, ``benchmark`` and ``benchmark/data`` included (a
+  committed ``benchmark -> bench2`` is refused as the work tree refuses it); blobs are
+  read by id (:mod:`kiana.importers.gitread`) as bytes and decoded as a file on disk is
+  (:func:`kiana.importers.liger.decode_csv`): invalid UTF-8 is refused in both.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiana.errors import InputError
-from kiana.importers.gitread import read_blobs, refusal, tree_entries
-from kiana.importers.liger import MAX_CSV_BYTES, read_csv_file
+from kiana.importers.gitread import git, parse_tree, read_blob_bytes, refusal, tree_entries
+from kiana.importers.liger import MAX_CSV_BYTES, decode_csv, read_csv_file
 from kiana.safe import terminal
 
 DATA = "benchmark/data"
@@ -89,8 +92,26 @@ def worktree_csvs(repo: Path) -> HeadFiles:
     return HeadFiles(texts, tuple(terminal(r) for r in refused))
 
 
+def _refused_tree_folder(repo: Path, commit: str) -> str | None:
+    """Why ``benchmark`` or ``benchmark/data`` at ``commit`` is not a folder to list (a
+    link or a submodule on the way), as :func:`_refused_folder` says it of the work tree."""
+    current = ""
+    for part in DATA.split("/"):
+        current = f"{current}/{part}" if current else part
+        out = git(repo, "ls-tree", "-z", "--full-tree", commit, "--", current, check=False)
+        entry = next((e for e in parse_tree(out) if e[0] == current), None)
+        if entry is None:
+            return None
+        if entry[1] != "040000":
+            return f"{current}: {refusal(current, entry[1]) or 'not a folder in git: not read'}"
+    return None
+
+
 def commit_csvs(repo: Path, commit: str) -> HeadFiles:
     """``benchmark/data/*.csv`` as committed at ``commit`` (module docstring)."""
+    why = _refused_tree_folder(repo, commit)
+    if why is not None:
+        return HeadFiles({}, (terminal(why),))
     entries = list(tree_entries(repo, commit, DATA))
     refused = [
         f"{path}: {why}"
@@ -100,12 +121,15 @@ def commit_csvs(repo: Path, commit: str) -> HeadFiles:
     wanted = {
         path: blob for path, mode, blob in entries if _is_csv(path) and not refusal(path, mode)
     }
-    blobs = read_blobs(repo, wanted.values(), MAX_CSV_BYTES)
+    blobs = read_blob_bytes(repo, wanted.values(), MAX_CSV_BYTES)
     texts = {}
     for path, blob in wanted.items():
-        text = blobs.get(blob)
-        if text is None:
+        data = blobs.get(blob)
+        if data is None:
             refused.append(f"{path}: larger than {MAX_CSV_BYTES >> 20} MiB: not read")
-        else:
-            texts[path] = text
+            continue
+        try:
+            texts[path] = decode_csv(data)
+        except UnicodeDecodeError as exc:
+            refused.append(f"{path}: not UTF-8 (byte {exc.start:,})")
     return HeadFiles(texts, tuple(terminal(r) for r in refused))

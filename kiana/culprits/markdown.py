@@ -86,6 +86,15 @@ def _not_judged(books: Accounting) -> list[str]:
                 f"{md(row['gpu'])} · {md(row['workload'])}: {row['runs']} runs differ "
                 f"{float(row['ratio'] or 0):.2f}x"
             )
+    for subject, who in ((True, "of a Liger provider"), (False, "of a baseline")):
+        reasons = books.unjudged_reasons(subject=subject)
+        if reasons:
+            total = sum(n for _, n in reasons)
+            lines.append(
+                f"- **{total:,} head row(s) {who} not judged** (no judged step ends at "
+                "them), by reason:"
+            )
+            lines += [f"  - {n:,} × {md(reason)}" for reason, n in reasons]
     if books.unmatched:
         lines.append(
             f"- **{books.unmatched_rows:,} head row(s) match no history** (nothing to compare "

@@ -9,7 +9,7 @@ before anything it could not judge).  The sentences hold counts only, never a ro
 text: a pull request's data never reaches them.
 
 >>> [rule.name for rule in RULES]
-['regressed', 'unjudged_rows', 'unplaced', 'unstable', 'uncertain']
+['regressed', 'unjudged_rows', 'not_judged', 'unplaced', 'unstable', 'uncertain']
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ class Accounted(Protocol):
 
     @property
     def failing(self) -> int: ...
+    @property
+    def unjudged_failing(self) -> int: ...
+    @property
+    def new_rows(self) -> int: ...
 
 
 class GateResult(Protocol):
@@ -91,6 +95,9 @@ RULES: tuple[Rule, ...] = (
          "{n:,} Liger regression(s) of the head's own step"),
     Rule("unjudged_rows", lambda r: r.accounting.failing, "could not judge", EXIT_UNJUDGED,
          "{n:,} head file(s) or row(s) of a Liger provider refused, rejected or conflicting"),
+    Rule("not_judged", lambda r: r.accounting.unjudged_failing, "could not judge", EXIT_UNJUDGED,
+         "{n:,} head row(s) of a Liger provider not judged: no judged step ends at their "
+         "session (each reason listed)"),
     Rule("unplaced", lambda r: r.unplaced.height, "could not judge", EXIT_UNJUDGED,
          "{n:,} Liger regression(s) between an earlier session and the head's, across a "
          "session too noisy to say whether this pull request caused them"),
@@ -112,4 +119,10 @@ def outcome(result: GateResult) -> Outcome:
         n = rule.count(result)
         if n:
             return Outcome(rule.status, rule.exit_code, rule.sentence.format(n=n), rule.name)
+    new = result.accounting.new_rows
+    if new:
+        said = PASSED.replace(
+            "judged", f"judged or new ({new:,} row(s) of a kernel, GPU or workload the pull "
+            "request adds)", 1)  # fmt: skip
+        return Outcome("passed", EXIT_PASSED, said, None)
     return Outcome("passed", EXIT_PASSED, PASSED, None)

@@ -91,8 +91,9 @@ def parse_tree(out: str) -> list[tuple[str, str, str]]:
 
 class Blobs:
     """Blobs by object id through one ``git cat-file --batch`` process (a context
-    manager).  :meth:`read` gives the text (UTF-8, bad bytes replaced, a BOM dropped),
-    or None for an object that is missing, not a blob, or larger than ``limit``."""
+    manager).  :meth:`read` gives the text (UTF-8, bad bytes replaced, a BOM dropped:
+    the trusted history), :meth:`read_bytes` the bytes; either None for an object that
+    is missing, not a blob, or larger than ``limit``."""
 
     def __init__(self, repo: Path, limit: int) -> None:
         self.limit = limit
@@ -121,6 +122,11 @@ class Blobs:
         process.wait()
 
     def read(self, blob: str) -> str | None:
+        data = self.read_bytes(blob)
+        return None if data is None else data.decode("utf-8", "replace").removeprefix("\ufeff")
+
+    def read_bytes(self, blob: str) -> bytes | None:
+        """The blob's bytes as committed (None: missing, not a blob, over the limit)."""
         process = self._process
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(blob.encode("ascii", "replace") + b"\n")
@@ -134,7 +140,7 @@ class Blobs:
             return None
         data = process.stdout.read(size)
         process.stdout.read(1)  # the newline after the content
-        return data.decode("utf-8", "replace").removeprefix("\ufeff")
+        return data
 
 
 def _discard(stream: object, size: int) -> None:
@@ -189,6 +195,13 @@ def read_blobs(repo: Path, blobs: Iterable[str], limit: int) -> dict[str, str | 
     """The text of each blob (None: missing or larger than ``limit``)."""
     with Blobs(repo, limit) as reader:
         return {blob: reader.read(blob) for blob in dict.fromkeys(blobs)}
+
+
+def read_blob_bytes(repo: Path, blobs: Iterable[str], limit: int) -> dict[str, bytes | None]:
+    """The bytes of each blob (None: missing or larger than ``limit``), for a reader that
+    decodes them as it decodes a file (:func:`kiana.culprits.headfiles.decode_csv`)."""
+    with Blobs(repo, limit) as reader:
+        return {blob: reader.read_bytes(blob) for blob in dict.fromkeys(blobs)}
 
 
 def resolve_commits(repo: Path, names: Iterable[str]) -> dict[str, str | None]:

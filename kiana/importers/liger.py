@@ -286,6 +286,13 @@ def convert_rows(rows: Iterable[Row | Skipped], *, sources: Sequence[str] = ()) 
 MAX_CSV_BYTES = 256 * 1024 * 1024
 
 
+def decode_csv(data: bytes) -> str:
+    """A CSV's bytes as text: UTF-8, a BOM dropped; :class:`UnicodeDecodeError` otherwise.
+    The one decoding of a file read from disk and of a blob read from git (the gate's
+    ``--head``), so both refuse the same bytes."""
+    return data.decode("utf-8-sig")
+
+
 def _refuse(path: Path, why: str, hint: str) -> InputError:
     return InputError(f"{terminal(path)}: {why}", hint=hint)
 
@@ -315,7 +322,7 @@ def read_csv_file(path: Path) -> str:
     if len(data) > MAX_CSV_BYTES:
         raise _refuse(path, f"larger than {MAX_CSV_BYTES >> 20} MiB: not read", hint)
     try:
-        return data.decode("utf-8-sig")
+        return decode_csv(data)
     except UnicodeDecodeError as exc:
         raise _refuse(
             path, f"not UTF-8 (byte {exc.start:,})", "pass UTF-8 CSV files written by Liger"

@@ -10,6 +10,7 @@ the workload slug in :mod:`kiana.importers.workloads`; GPU names in
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
@@ -269,14 +270,28 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _constant(name: str) -> float:
+    raise ValueError(f"{name} is not a finite number")  # NaN, Infinity, -Infinity only
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("a number past float range")
+    return value
+
+
 def _config(row: Row, text: str) -> dict[str, Any]:
     column = "extra_benchmark_config_str"
     try:
-        config = json.loads(text)
+        config = json.loads(text, parse_constant=_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise LigerRowError(
             row.source, row.line, column, f"not JSON: {exc.msg} at {exc.pos}"
         ) from None
+    except ValueError as exc:  # NaN, Infinity, past float range, too many digits
+        why = "an integer of too many digits" if "digits" in str(exc) else str(exc)
+        raise LigerRowError(row.source, row.line, column, f"not a JSON number: {why}") from None
     except RecursionError:
         raise LigerRowError(row.source, row.line, column, "JSON nested too deeply") from None
     if not isinstance(config, dict):

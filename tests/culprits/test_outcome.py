@@ -9,19 +9,25 @@ import pytest
 from kiana.culprits.accounting import Accounting
 from kiana.culprits.exits import EXIT_CODES
 from kiana.culprits.gate import GateResult
+from kiana.culprits.headsessions import Unjudged
 from kiana.culprits.markdown import _headline
 from kiana.culprits.outcome import RULES, outcome
 from kiana.stats import Judgement
 
 
-def _result(verdict: str | None, basis: str = "adjusted", refused: int = 0) -> GateResult:
+def _result(
+    verdict: str | None,
+    basis: str = "adjusted",
+    refused: int = 0,
+    unjudged: tuple[Unjudged, ...] = (),
+) -> GateResult:
     rows = {"is_subject": [True], "verdict": [verdict], "basis": [basis]} if verdict else {}
     findings = pl.DataFrame(rows, schema={"is_subject": pl.Boolean, "verdict": pl.String,
                                           "basis": pl.String})  # fmt: skip
     empty = pl.DataFrame()
     judgement = Judgement(steps=empty, findings=findings, changepoints=empty, versions=empty,
                           runs_judged=0, coverage=None, quality=empty)  # type: ignore[arg-type]  # fmt: skip
-    books = Accounting(refused=tuple(f"file {i}" for i in range(refused)))
+    books = Accounting(refused=tuple(f"file {i}" for i in range(refused)), unjudged=unjudged)
     return GateResult(base="b" * 40, head="h" * 40, worktree=False, history_rows=1,
                       head_rows=1, findings=findings, steps=empty, judgement=judgement,
                       accounting=books)  # fmt: skip
@@ -30,6 +36,11 @@ def _result(verdict: str | None, basis: str = "adjusted", refused: int = 0) -> G
 CASES = {
     "regressed": _result("regression"),
     "unjudged_rows": _result(None, refused=2),
+    "not_judged": _result(
+        "unchanged",
+        "unchanged",
+        unjudged=(Unjudged({"kernel": "k"}, "2025-01-01T00:00:00Z", 4, "before", is_subject=True),),
+    ),
     "unplaced": _result("regression", "bridge"),
     "unstable": _result("inconclusive", "unstable"),
     "uncertain": _result("inconclusive", "inconclusive"),
@@ -71,3 +82,14 @@ def test_a_head_finding_of_an_unstable_series_could_not_be_judged() -> None:
     said = CASES["unstable"].outcome
     assert said.exit_code == 3 and said.status == "could not judge"
     assert "unstable, could not judge" in said.reason
+
+
+def test_rows_of_a_new_kernel_pass_and_are_named_as_new() -> None:
+    new = Unjudged({"kernel": "k"}, "s", 4, "no history", is_subject=True, new="kernel")
+    said = _result("unchanged", "unchanged", unjudged=(new,)).outcome
+    assert said.exit_code == 0 and "judged or new (4 row(s) of a kernel" in said.reason
+
+
+def test_baseline_rows_not_judged_do_not_fail() -> None:
+    other = Unjudged({"kernel": "k"}, "s", 4, "before", is_subject=False)
+    assert _result("unchanged", "unchanged", unjudged=(other,)).exit_code == 0

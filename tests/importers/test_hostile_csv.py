@@ -77,3 +77,26 @@ def test_values_out_of_range_are_skipped_rows(
     result = import_csvs([path])
     assert not result.documents and len(result.skipped) == 8
     assert reason in str(result.skipped[0]) and len(str(result.skipped[0])) < 400
+
+
+@pytest.mark.parametrize(
+    ("config", "reason"),
+    [
+        ('{"M": ' + "9" * 5000 + "}", "an integer of too many digits"),
+        ('{"M": NaN}', "NaN is not a finite number"),
+        ('{"M": -Infinity}', "-Infinity is not a finite number"),
+        ('{"M": 1e400}', "a number past float range"),
+    ],
+)
+def test_hostile_numbers_in_a_config_reject_the_row(config: str, reason: str) -> None:
+    from kiana.importers.rows import LigerRowError, Row, row_spec
+
+    cells = {"extra_benchmark_config_str": config, "kernel_name": "k", "kernel_provider": "liger",
+             "kernel_operation_mode": "forward", "metric_name": "speed", "metric_unit": "ms",
+             "x_name": "H", "x_value": "1", "y_value_50": "1", "y_value_20": "1",
+             "y_value_80": "1", "gpu_name": "NVIDIA H100", "timestamp": "2025-01-01 00:00:00",
+             "liger_version": "0.5.0"}  # fmt: skip
+    with pytest.raises(LigerRowError) as caught:
+        row_spec(Row(cells, "x.csv", 2))
+    assert caught.value.reason == f"not a JSON number: {reason}"
+    assert "9999" not in caught.value.message
