@@ -30,6 +30,28 @@ Everything is per GPU: ``judge`` of one GPU's runs gives exactly that GPU's part
   sittings (:mod:`kiana.stats.tradeoffs`);
 * ``calibration``: the noise it judged with (:class:`Calibration`).
 
+Reading order for a newcomer, in the order the data flows (each module's docstring
+says what it decides and on what reference):
+
+1. :mod:`~kiana.stats.options` (the knobs), :mod:`~kiana.stats.versions` (the order of
+   labels), :mod:`~kiana.stats.sessions` (which runs were measured together),
+   :mod:`~kiana.stats.series` (one provider's sessions in a partition);
+2. noise, measured on the data: :mod:`~kiana.stats.noise` (within a session),
+   :mod:`~kiana.stats.nullsamples` (the steps where nothing changed),
+   :mod:`~kiana.stats.nullfit` (the two-groups fit), :mod:`~kiana.stats.calibration` and
+   :mod:`~kiana.stats.calfit` (per GPU, with the priors fitted on Liger's CI history),
+   :mod:`~kiana.stats.states` (how noisy one pair of sittings was);
+3. one step: :mod:`~kiana.stats.steps` (its verdict), :mod:`~kiana.stats.controls` (did
+   the machine move?), :mod:`~kiana.stats.codechanges` (is the control a control?);
+4. one finding, a sweep: :mod:`~kiana.stats.sweeps` (the rule table: read it first; its
+   docstring names every column a rule reads), fed by :mod:`~kiana.stats.aggregate` (the
+   sweep's numbers) and :mod:`~kiana.stats.pooling` (one estimate of many workloads);
+5. what is not a change: :mod:`~kiana.stats.outliers`, :mod:`~kiana.stats.unstable`,
+   :mod:`~kiana.stats.reruns`, :mod:`~kiana.stats.bridges` (a change across a noisy session);
+6. around the findings: :mod:`~kiana.stats.coverage`, :mod:`~kiana.stats.quality`,
+   :mod:`~kiana.stats.changepoints`, :mod:`~kiana.stats.tradeoffs`,
+   :mod:`~kiana.stats.evidence` (the words).
+
 Every stage is a vectorised polars transform; nothing loops over runs in Python.
 Output never holds NaN: missing numbers are null.
 """
