@@ -217,9 +217,10 @@ def _reruns_html(findings: pl.DataFrame, top: int = 10) -> str:
         f"<li>{esc(rerun_line(r))}</li>" for r in leaning.head(top).iter_rows(named=True)
     )
     more = f"<li>… and {leaning.height - top:,} more</li>" if leaning.height > top else ""
+    # Folded: one line in the header, so the findings stay on the first screen.
     return (
-        f'<div class="coverage">Worth a rerun ({leaning.height:,} inconclusive finding(s) '
-        f"leaning one way):<ul>{items}{more}</ul></div>"
+        f'<details class="coverage"><summary>Worth a rerun ({leaning.height:,} inconclusive '
+        f"finding(s) leaning one way)</summary><ul>{items}{more}</ul></details>"
     )
 
 
