@@ -9,7 +9,7 @@ Target: 100k JSONL and files <= 1.0x python+polars; 1M JSONL <= 20 s and <= 1.5 
     .venv/bin/python bench/load.py --incremental         # +1,000 documents into 1M runs
     .venv/bin/python bench/load.py --before /tmp/old --contenders kiana "kiana before"
 
-Contenders, each in its own process (peak memory = that process's ru_maxrss), timing
+Contenders, each in its own process (peak memory = that process's own VmHWM, ``common.peak_mib``), timing
 the work only (not interpreter start-up nor imports):
 
 * ``kiana``: ``kiana.load.load`` into an empty database file;

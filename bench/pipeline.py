@@ -10,7 +10,9 @@ Target: regressions on 1M runs < 30 s; the report of 100k runs < 30 s
 Each size is loaded once into ``bench/out/db-<size>.duckdb`` (kept, reused), then each
 command runs as a real subprocess (``python -m kiana ...``, so start-up and imports
 count, as for a user) ``--repeats`` times; the table gives the median seconds, the
-peak memory of the command (its own ``ru_maxrss``, read through ``os.wait4``), the
+peak memory of the command (its own ``ru_maxrss``, read through ``os.wait4`` by a bare
+Python launcher: Linux carries a process's high-water mark over ``execve`` into the
+process it starts, so the floor is the launcher's few MiB, not this bench's), the
 report's size, and the growth exponent ``k`` of a least-squares fit
 ``seconds ~ runs^k`` over the sizes measured (1 = linear).
 """
@@ -41,19 +43,37 @@ def _available(command: str) -> bool:
     return (ROOT / "kiana" / "commands" / f"{module[command]}.py").exists()
 
 
+#: Starts ``argv[2:]``, waits for it and writes its ``ru_maxrss`` (KiB) to the file
+#: descriptor ``argv[1]``: a bare
+#: Python of a few MiB, so the command's peak is not floored at this bench's own.
+_LAUNCHER = (
+    "import os, sys\n"
+    "pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "os.write(int(sys.argv[1]), str(usage.ru_maxrss).encode())\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
 def run_timed(argv: list[str]) -> tuple[float, float]:
-    """Seconds and peak MiB of one subprocess (its own ru_maxrss, via wait4)."""
+    """Seconds and peak MiB of one subprocess (its own ru_maxrss, via the launcher)."""
     started = time.perf_counter()
+    read, write = os.pipe()
     with open(os.devnull, "wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, cwd=ROOT)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, str(write), *argv],
+            stdout=sink, stderr=subprocess.PIPE, cwd=ROOT, pass_fds=(write,),
+        )  # fmt: skip
+        os.close(write)
         assert proc.stderr is not None
         err = proc.stderr.read()
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc.wait()
+    with os.fdopen(read, "rb") as report:
+        peak_kib = int(report.read() or b"0")
     seconds = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 1):  # regressions --fail-on may exit 1; not used here
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}):\n{err.decode()[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, peak_kib / 1024
 
 
 def database(size: str) -> tuple[Path, int]:

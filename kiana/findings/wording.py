@@ -162,10 +162,10 @@ def plain_sentence(row: Mapping[str, Any], own: int | None = None) -> str:
 
 def worth_rerun(findings: pl.DataFrame) -> pl.DataFrame:
     """The ``inconclusive`` findings whose data lean one way
-    (:func:`kiana.stats.sweeps.leaning`), with a ``lean`` column, the code under test
+    (:func:`kiana.stats.rules.leaning`), with a ``lean`` column, the code under test
     first, the largest changes first: the findings a rerun would settle (``reruns``: the
     runs per session each would need, null where the scatter alone is too large)."""
-    from kiana.stats.sweeps import leaning
+    from kiana.stats.rules import leaning
 
     if findings.height == 0 or "change_se" not in findings.columns:
         return findings.clear().with_columns(pl.lit(None, pl.String).alias("lean"))

@@ -43,9 +43,10 @@ says what it decides and on what reference):
    :mod:`~kiana.stats.states` (how noisy one pair of sittings was);
 3. one step: :mod:`~kiana.stats.steps` (its verdict), :mod:`~kiana.stats.controls` (did
    the machine move?), :mod:`~kiana.stats.codechanges` (is the control a control?);
-4. one finding, a sweep: :mod:`~kiana.stats.sweeps` (the rule table: read it first; its
-   docstring names every column a rule reads), fed by :mod:`~kiana.stats.aggregate` (the
-   sweep's numbers) and :mod:`~kiana.stats.pooling` (one estimate of many workloads);
+4. one finding, a sweep: :mod:`~kiana.stats.rules` (the rule table: read it first; its
+   docstring names every column a rule reads), applied by :mod:`~kiana.stats.sweeps`, fed
+   by :mod:`~kiana.stats.aggregate` (the sweep's numbers) and :mod:`~kiana.stats.pooling`
+   (one estimate of many workloads);
 5. what is not a change: :mod:`~kiana.stats.outliers`, :mod:`~kiana.stats.unstable`,
    :mod:`~kiana.stats.reruns`, :mod:`~kiana.stats.bridges` (a change across a noisy session);
 6. around the findings: :mod:`~kiana.stats.coverage`, :mod:`~kiana.stats.quality`,

@@ -187,22 +187,10 @@ def _noisy_control(own: pl.Expr, own_dev: pl.Expr, options: JudgeOptions) -> pl.
     return (pl.col("_has_adj") & own & calm & noisy & large & ~moved).fill_null(False)
 
 
-def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
-    """One row per finding (module docstring).
-
-    The control's pooled change ``ctl_mu`` (what ``control_change`` shows and the
-    ``drift`` and ``control_alone`` rules test) is the *median* of its workloads' log
-    ratios, not their random-effects mean: a baseline's workload that moved for its own
-    reasons must not speak for the machine (FLCE forward, A100, 0.2.1 -> 0.4.2: one
-    huggingface workload at +9.9% set the mean to +3.1% while the other three moved at
-    most 0.5%).  The median's breakdown point is one half, so a minority of workloads
-    cannot carry it beyond the range of the others; a Huber M-estimate would need a scale
-    of the workloads' scatter, which three to five workloads hardly give (Huber &
-    Ronchetti 2009, "Robust Statistics", ch. 3; the median is its limit as the tuning
-    constant goes to 0).  Its standard error stays the random-effects one
-    (:func:`kiana.stats.pooling.pool`), which the outlier widens through the scatter
-    ``tau``: conservative for the median."""
-    frame = _lone_noise(_basis_columns(steps), options)
+def _lone_marks(frame: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """Each workload's deviation from the rest of its sweep, and whether it is lone
+    (``_lone``) against its control or, where the control is too noisy to adjust by,
+    on its own step (``_noisy_control``), with the deviation it is judged by."""
     # Each deviation once, in columns: polars evaluates an expression wherever it appears.
     deviations = {"_adj": (pl.col("_y"), pl.col("_s_lone")),
                   "_own": (pl.col("log_ratio"), _deep(pl.col("wnoise")))}  # fmt: skip
@@ -231,6 +219,25 @@ def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         pl.when(on_own).then(own_se).otherwise(pl.col("_adj_se")).alias("_dev_se"),
         pl.col("sitting_sigma").pow(2).alias("_raw_offset"),
     ).drop("_against_control", *(f"{b}_{p}" for b in deviations for p in ("dev", "se", "k")))
+    return frame
+
+
+def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
+    """One row per finding (module docstring).
+
+    The control's pooled change ``ctl_mu`` (what ``control_change`` shows and the
+    ``drift`` and ``control_alone`` rules test) is the *median* of its workloads' log
+    ratios, not their random-effects mean: a baseline's workload that moved for its own
+    reasons must not speak for the machine (FLCE forward, A100, 0.2.1 -> 0.4.2: one
+    huggingface workload at +9.9% set the mean to +3.1% while the other three moved at
+    most 0.5%).  The median's breakdown point is one half, so a minority of workloads
+    cannot carry it beyond the range of the others; a Huber M-estimate would need a scale
+    of the workloads' scatter, which three to five workloads hardly give (Huber &
+    Ronchetti 2009, "Robust Statistics", ch. 3; the median is its limit as the tuning
+    constant goes to 0).  Its standard error stays the random-effects one
+    (:func:`kiana.stats.pooling.pool`), which the outlier widens through the scatter
+    ``tau``: conservative for the median."""
+    frame = _lone_marks(_lone_noise(_basis_columns(steps), options), options)
     grouped = frame.group_by(KEYS).agg(
         pl.len().cast(pl.Int64).alias("workloads_total"),
         pl.col("from_origin").first(),

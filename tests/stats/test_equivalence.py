@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from kiana.stats import JudgeOptions, judge
-from kiana.stats.sweeps import leaning
+from kiana.stats.rules import leaning
 from tests.stats_fixtures import frame, sweep_rows
 
 OFF = JudgeOptions(calibrate=False)

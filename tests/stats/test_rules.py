@@ -1,4 +1,4 @@
-"""One tiny hand-made sweep per rule of the findings' table (kiana.stats.sweeps.rules)."""
+"""One tiny hand-made sweep per rule of the findings' table (kiana.stats.rules.rules)."""
 
 from __future__ import annotations
 

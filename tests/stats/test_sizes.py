@@ -48,10 +48,13 @@ def test_past_1023_workloads() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 3 * EXACT_SIGN_MAX), st.floats(0.0, 1.0))
 def test_sign_matches_the_exact_reference(total: int, share: float) -> None:
-    """Both paths (exact integers up to EXACT_SIGN_MAX, scipy beyond) against fractions."""
+    """Both paths against fractions: exact integers up to EXACT_SIGN_MAX (to 1e-12), and
+    scipy's regularised incomplete beta beyond, whose float error reaches about 2e-12
+    (seen at 2,687 workloads, half agreeing), to 1e-9."""
     agree = round(share * total)
     got = sign_confidence(np.array([agree]), np.array([total]))[0]
-    assert got == pytest.approx(sign_reference(agree, total), abs=1e-12)
+    tolerance = 1e-12 if total <= EXACT_SIGN_MAX else 1e-9
+    assert got == pytest.approx(sign_reference(agree, total), abs=tolerance)
 
 
 @settings(max_examples=40, deadline=None)
