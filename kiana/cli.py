@@ -151,6 +151,15 @@ def _main(argv: Sequence[str] | None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return USAGE
+    from kiana.safe.stream import GATE_CAP, inert_streams
+
+    json_out = bool(getattr(args, "json", False))
+    with inert_streams(json=json_out, cap=GATE_CAP if args.command == "gate" else None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; every way out has its own status."""
     from kiana.commands.common import database_errors, discard_new_database
 
     fresh = _new_database(args)

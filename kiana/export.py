@@ -34,6 +34,7 @@ import duckdb
 
 from kiana._version import __version__
 from kiana.errors import DatabaseError, InputError
+from kiana.safe import open_folder, refuse_links, write_text
 
 __all__ = [
     "MANIFEST",
@@ -110,6 +111,7 @@ def _writer(con: duckdb.DuckDBPyConnection) -> str:
 
 def _prepare(root: Path, *, overwrite: bool, append: bool) -> None:
     """Check what is at ``root`` before writing an export there."""
+    refuse_links(root)
     if root.exists() and not root.is_dir():
         raise InputError(
             f"{root}: is a file, not a folder",
@@ -153,9 +155,7 @@ def _write_manifest(root: Path, layout: dict[str, object]) -> None:
                 hint="export into a new folder, or --overwrite this one",
             )
         return
-    temporary = root / f".{MANIFEST}.{os.getpid()}"
-    temporary.write_text(json.dumps(layout, indent=1) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    write_text(path, json.dumps(layout, indent=1) + "\n")
 
 
 def _copy_runs(con: duckdb.DuckDBPyConnection, root: Path, writer: str) -> None:
@@ -194,7 +194,8 @@ def export_parquet(
             f"not a kiana database: no table {', '.join(missing)}",
             hint="export a database made by `kiana load`",
         )
-    root.mkdir(parents=True, exist_ok=True)
+    os.close(open_folder(root, mkdirs=True))
+    refuse_links(root, below=True)  # DuckDB's COPY opens what it writes itself
     layout = _layout(con)
     _write_manifest(root, layout)
     writer = _writer(con)
@@ -219,10 +220,9 @@ def export_parquet(
             f"{root}: cannot write the export ({exc})", hint="check free disk space and permissions"
         ) from exc
     files = sum(1 for _ in root.glob(f"**/{writer}_*.parquet"))
-    (root / "exports").mkdir(exist_ok=True)
     record = {"writer": writer, "rows": rows, "files": files, "kiana": __version__}
-    (root / "exports" / f"{writer}.json").write_text(
-        json.dumps(record, indent=1) + "\n", encoding="utf-8"
+    write_text(
+        root / "exports" / f"{writer}.json", json.dumps(record, indent=1) + "\n", mkdirs=True
     )
     return Exported(root, rows, files, writer)
 

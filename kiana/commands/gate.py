@@ -8,9 +8,10 @@ commits of base..head touching the kernel).  Exit status: ``EPILOG`` (one line p
 code of :data:`kiana.culprits.gate.EXIT_CODES`).
 
 The gate runs on untrusted pull requests (``tests/SECURITY.md``): every data string it
-prints is one inert line (:func:`kiana.safe.terminal`; under GitHub Actions its output
-is also fenced with ``::stop-commands::``), its files are written without following a
-link (:func:`kiana.safe.write_text`), and whatever stops it (a limit, a usage error, a
+prints is one inert line (:func:`kiana.safe.terminal`), its output is fenced and
+capped at 1 MB (:mod:`kiana.safe.stream`, installed by ``kiana.cli``), its files are
+written without following a link (:func:`kiana.safe.write_text`: a linked folder or
+name is refused, exit 2), and whatever stops it (a limit, a usage error, a
 crash) writes a comment that says it could not judge, and exits with a code of its own:
 never 0, never 1.
 """
@@ -96,7 +97,6 @@ class _Outputs:
     def write(self, path: Path | None, text: str) -> None:
         """Write ``text`` to ``path``; an :class:`~kiana.errors.UsageError` naming it when
         it cannot be written (exit 2, never a traceback)."""
-        import sys
 
         from kiana.errors import UsageError
         from kiana.safe import terminal, write_text
@@ -104,12 +104,7 @@ class _Outputs:
         if path is None:
             return
         try:
-            if write_text(path, text):
-                print(
-                    f"kiana gate: warning: {terminal(path)} was a symbolic link: replaced by "
-                    "a regular file, its target untouched",
-                    file=sys.stderr,
-                )
+            write_text(path, text)
         except OSError as exc:
             raise UsageError(
                 f"{terminal(path)}: cannot write: {exc.strerror or exc}",
@@ -129,21 +124,6 @@ class _Outputs:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-    import secrets
-
-    fence = None
-    if os.environ.get("GITHUB_ACTIONS") == "true" and not args.json:
-        fence = secrets.token_hex(16)
-        print(f"::stop-commands::{fence}", flush=True)
-    try:
-        return _guarded(args)
-    finally:
-        if fence is not None:
-            print(f"::{fence}::", flush=True)
-
-
-def _guarded(args: argparse.Namespace) -> int:
     """Run the gate; whatever stops it writes the "could not judge" comment and exits
     with its own code (``EPILOG``)."""
     import sys

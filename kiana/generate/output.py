@@ -13,6 +13,7 @@ from typing import Any, Literal
 from kiana.errors import InputError
 from kiana.generate.corpus import Corpus
 from kiana.generate.truth import TRUTH_FILE, write_truth
+from kiana.safe import open_folder, open_output, write_text
 
 Layout = Literal["files", "jsonl", "jsonl.gz"]
 LAYOUTS: tuple[Layout, ...] = ("files", "jsonl", "jsonl.gz")
@@ -50,37 +51,26 @@ def write_corpus(
     if layout not in LAYOUTS:
         raise InputError(f"unknown layout {layout!r}", hint=f"use one of {', '.join(LAYOUTS)}")
     root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
+    os.close(open_folder(root, mkdirs=True))
     count = 0
     files = 0
     if layout == "files":
-        made: set[Path] = set()
         for doc in corpus.documents():
-            path = root / _file_name(doc)
-            if path.parent not in made:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                made.add(path.parent)
             text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-            path.write_text(text, encoding="utf-8")
+            write_text(root / _file_name(doc), text, mkdirs=True)
             count += 1
         files = count
     else:
-        name = "documents." + layout
-        target = root / name
-        partial = root / (name + ".partial")
-        with open(partial, "wb") as raw:
-            sink: io.BufferedIOBase
+        with open_output(root / ("documents." + layout), "wb") as raw:
+            sink: Any = raw
             if layout == "jsonl.gz":
                 sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6)
-            else:
-                sink = raw
             with io.TextIOWrapper(sink, encoding="utf-8", newline="\n") as text_out:
                 dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
                 for doc in corpus.documents():
                     text_out.write(dumps(doc))
                     text_out.write("\n")
                     count += 1
-        os.replace(partial, target)
         files = 1
     truth_path = None
     if truth:

@@ -43,7 +43,9 @@ def _schema() -> dict[str, Any]:
 def write_truth(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
     """The truth as CSV: a header of the truth columns, nulls as empty fields, changes
     as Python writes floats (``0.1234``, ``-0.05``)."""
-    with open(path, "w", encoding="utf-8", newline="") as handle:
+    from kiana.safe import open_output
+
+    with open_output(Path(path)) as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(frame.columns)
         for row in frame.iter_rows():

@@ -13,13 +13,16 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from kiana.documents import slugify
 from kiana.errors import InputError
+from kiana.safe import open_folder, open_output, terminal, write_text
 
 NAME_LIMIT = 180
 
@@ -31,10 +34,15 @@ def document_filename(doc: dict[str, Any]) -> str:
 
 
 def write_files(documents: Iterable[dict[str, Any]], directory: Path) -> int:
+    """One pretty-printed ``.json`` per document in ``directory`` (created), none through
+    a link (:mod:`kiana.safe.files`)."""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        os.close(open_folder(directory, mkdirs=True))
     except OSError as exc:
-        raise InputError(f"{directory}: cannot create: {exc}", hint="choose another -o") from None
+        raise InputError(
+            f"{terminal(directory, 300)}: cannot create: {exc.strerror or exc}",
+            hint="choose another -o",
+        ) from None
     used: set[str] = set()
     written = 0
     for doc in documents:
@@ -45,25 +53,33 @@ def write_files(documents: Iterable[dict[str, Any]], directory: Path) -> int:
             stem = f"{base}-{n}"
         used.add(stem)
         path = directory / f"{stem}.json"
-        path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        try:
+            write_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            raise InputError(
+                f"{terminal(path, 300)}: cannot write: {exc.strerror or exc}",
+                hint="choose another -o",
+            ) from None
         written += 1
     return written
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "wt", encoding="utf-8")
-    return path.open("w", encoding="utf-8")
-
-
 def write_jsonl(documents: Iterable[dict[str, Any]], path: Path) -> int:
+    """One minified document per line (gzip where the name ends in ``.gz``), written
+    without following a link (:mod:`kiana.safe.files`)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with _open_text(path) as out:
-            written = 0
-            for doc in documents:
-                out.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
-                written += 1
+        with open_output(path, "wb", mkdirs=True) as raw:
+            sink: Any = (
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw) if path.suffix == ".gz" else raw
+            )
+            with io.TextIOWrapper(sink, encoding="utf-8", newline="\n") as out:
+                written = 0
+                for doc in documents:
+                    out.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+                    written += 1
     except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc}", hint="choose another --jsonl") from None
+        raise InputError(
+            f"{terminal(path, 300)}: cannot write: {exc.strerror or exc}",
+            hint="choose another --jsonl",
+        ) from None
     return written

@@ -30,6 +30,7 @@ import polars as pl
 from kiana.errors import InputError
 from kiana.export import Written
 from kiana.lake.tables import TABLES, conform
+from kiana.safe import open_folder, open_output, refuse_links, write_text
 from kiana.shards import merge_coverage, order_findings
 from kiana.stats import Coverage, JudgeOptions
 
@@ -67,11 +68,12 @@ def judge_lake(
     else:
         rows, gpus, parts = _judge_locally(os.fspath(lake), target, options)
     coverage = merge_coverage(parts)
-    (target / COVERAGE).write_text(json.dumps(coverage.to_dict(), indent=1) + "\n")
+    write_text(target / COVERAGE, json.dumps(coverage.to_dict(), indent=1) + "\n")
     return LakeJudged(target, rows, gpus, coverage)
 
 
 def _prepare(out: Path, *, overwrite: bool) -> Path:
+    refuse_links(out)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: is a file, not a folder", hint="--out names a folder to write")
     if out.exists() and any(out.iterdir()):
@@ -81,7 +83,7 @@ def _prepare(out: Path, *, overwrite: bool) -> Path:
                 hint="give a new folder, or --overwrite to replace a previous judgement",
             )
         shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    os.close(open_folder(out, mkdirs=True))
     return out
 
 
@@ -102,8 +104,10 @@ def _judge_locally(
             for table in TABLES:
                 frame = conform(getattr(judgement, table), table)
                 rows[table] += frame.height
-                (out / table).mkdir(exist_ok=True)
-                frame.write_parquet(out / table / f"part-{number:05d}.parquet")
+                with open_output(
+                    out / table / f"part-{number:05d}.parquet", "wb", mkdirs=True
+                ) as f:
+                    frame.write_parquet(f)
             parts.append(judgement.coverage)
     finally:
         con.close()

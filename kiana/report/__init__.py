@@ -31,16 +31,17 @@ __all__ = ["ReportData", "ReportOptions", "coverage_line", "headline", "render",
 
 
 def write(path: str | os.PathLike[str], html: str) -> Path:
-    """Write the page (UTF-8) through a temporary file, so a reader never sees half."""
+    """Write the page (UTF-8) through a new temporary file renamed into place, so a
+    reader never sees half, and never through a link (:func:`kiana.safe.write_text`: a
+    linked folder or name is refused)."""
+    from kiana.safe import terminal, write_text
+
     target = Path(path)
-    temporary = target.with_name(f".{target.name}.tmp")
     try:
-        temporary.write_text(html, encoding="utf-8")
-        temporary.replace(target)
+        write_text(target, html)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise InputError(
-            f"cannot write the report to {target}: {exc.strerror or exc}",
+            f"cannot write the report to {terminal(target, 300)}: {exc.strerror or exc}",
             hint="check that the folder exists and is writable, or pick another -o path",
         ) from exc
     return target

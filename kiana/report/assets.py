@@ -50,11 +50,10 @@ def vega_bundle() -> str:
     # Defensive: a literal "</script" or "<!--" would end or confuse the inline block.
     bundle = re.sub(r"<(/script|!--)", r"<\\\1", bundle, flags=re.IGNORECASE)
     try:  # a cache only: a read-only home just means building it again next time
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(bundle, encoding="utf-8")
-        partial.replace(cache)
-    except OSError:
+        from kiana.safe import write_text
+
+        write_text(cache, bundle, mkdirs=True)
+    except (OSError, KianaError):  # a link on the way: no cache, never written through
         pass
     return bundle
 

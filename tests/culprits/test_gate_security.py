@@ -45,20 +45,20 @@ def secret(tmp_path: Path) -> Path:
 
 
 @pytest.mark.heavy
-def test_planted_comment_link_is_replaced_never_written_through(
+def test_a_link_at_the_markdown_name_is_refused_and_its_target_untouched(
     repo: LigerRepo, tmp_path: Path, secret: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     planted = repo.path / "kiana-gate.md"
     planted.symlink_to(secret)
     repo.commit(pr_rows(rows("rms_norm", "0.5.0", FEB, 1.3)), "slower (#5)")
     result = gate(repo, tmp_path, capsys, markdown=planted)
-    assert result.code == 1
-    assert secret.read_text() == SECRET + "\n"
-    assert not planted.is_symlink() and planted.read_text().startswith("### kiana gate **failed**")
-    assert SECRET not in result.comment and "was a symbolic link: replaced" in result.err
+    assert result.code == 2
+    assert secret.read_text() == SECRET + "\n" and planted.is_symlink()
+    assert "kiana-gate.md is a symbolic link: kiana writes no file through a link" in result.err
+    assert SECRET not in result.out + result.err
 
 
-def test_a_crash_still_replaces_the_planted_link(
+def test_a_crash_never_writes_through_the_planted_link(
     repo: LigerRepo,
     tmp_path: Path,
     secret: Path,
@@ -69,10 +69,21 @@ def test_a_crash_still_replaces_the_planted_link(
     planted = repo.path / "kiana-gate.md"
     planted.symlink_to(secret)
     result = gate(repo, tmp_path, capsys, markdown=planted)
-    assert result.code == 6
+    assert result.code == 2  # refused before judging: the link, not the crash
+    assert secret.read_text() == SECRET + "\n" and planted.is_symlink()
+    assert "is a symbolic link" in result.err and SECRET not in result.out + result.err
+
+
+def test_a_linked_reports_folder_is_refused_and_named(
+    repo: LigerRepo, tmp_path: Path, secret: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: ``--markdown reports/kiana-gate.md`` where the PR made ``reports/`` a
+    link to a folder outside wrote a temporary file there and renamed it over a file."""
+    (repo.path / "reports").symlink_to(secret.parent)
+    result = gate(repo, tmp_path, capsys, markdown=repo.path / "reports" / "secret.txt")
+    assert result.code == 2 and "reports is a symbolic link" in result.err
+    assert sorted(os.listdir(secret.parent)) == ["secret.txt"]
     assert secret.read_text() == SECRET + "\n"
-    assert "could not judge" in planted.read_text() and SECRET not in planted.read_text()
-    assert "internal error: could not judge (RuntimeError)" in result.err
 
 
 def test_work_tree_data_folder_linked_outside_is_refused_and_named(
@@ -142,7 +153,8 @@ def test_a_newline_in_a_name_cannot_start_a_workflow_command(
     assert lines[0].startswith("::stop-commands::")
     assert lines[-1] == f"::{lines[0].removeprefix('::stop-commands::')}::"
     assert not [line for line in lines[1:-1] if line.lstrip().startswith("::")]
-    assert "\\n::error file=README.md" in result.out and "\u202e" not in result.out
+    assert not [line for line in lines[1:-1] if "::" in line or "##[" in line]
+    assert "\\n:\\:error file=README.md" in result.out and "\u202e" not in result.out
     assert "\u202e" not in result.comment and "\n::error" not in result.comment
 
 

@@ -1,10 +1,10 @@
 """Strings from the data, made inert before they reach a terminal, a CI log or a
-pull-request comment; files written without following a link.
+pull-request comment.
 
 :func:`terminal` (one inert line), :func:`markdown` and :func:`code` (inert Markdown:
 no mention, link, entity or HTML), :func:`excerpt` (a short quote for an error message),
-:func:`write_text` (temp file + rename: a planted link is replaced, never written
-through).  ``tests/SECURITY.md`` lists the cases they are tested against.
+:func:`cut` (a field of at most :data:`FIELD_LIMIT` characters, saying how much was
+cut).  ``tests/SECURITY.md`` lists the cases they are tested against.
 
 Kernel, provider, workload, GPU and version names come from documents and CSV rows that
 anyone can write (a pull request's rows reach ``kiana gate``).  Printed raw, a newline in
@@ -25,13 +25,7 @@ escapes every such character so a data string is always one visible line of text
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
 import re
-import stat
-import tempfile
-from pathlib import Path
 
 #: C0 controls (tab and newline included), DEL, C1 controls, the bidi embeddings,
 #: overrides and isolates, the line and paragraph separators, and the zero-width
@@ -49,14 +43,43 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def terminal(text: object) -> str:
+#: The runner's legacy command syntax, ``##[error]...``: parsed anywhere in a line.
+_LEGACY = re.compile(r"##\[")
+
+
+def terminal(text: object, limit: int | None = None) -> str:
     """``text`` as one inert line: control, bidi and zero-width characters escaped
-    (``\\n``, ``\\x1b``, ``\\u202e``), and a leading ``::`` (a workflow command where the
-    string starts a line) prefixed with a backslash."""
-    escaped = _UNSAFE.sub(_escape, str(text))
+    (``\\n``, ``\\x1b``, ``\\u202e``), a leading ``::`` (a workflow command where the
+    string starts a line) prefixed with a backslash, and ``##[`` (the runner's legacy
+    syntax, parsed anywhere) broken as ``#\\#[``.  With ``limit``, cut first
+    (:func:`cut`).
+
+    >>> terminal("ok ##[error]merge me")
+    'ok #\\\\#[error]merge me'
+    """
+    shown = str(text) if limit is None else cut(text, limit)
+    escaped = _LEGACY.sub("#\\\\#[", _UNSAFE.sub(_escape, shown))
     if escaped.lstrip().startswith("::"):
         escaped = "\\" + escaped
     return escaped
+
+
+#: Longest field printed whole (kernel names, commit subjects, reasons): issue 40.
+FIELD_LIMIT = 300
+
+
+def cut(value: object, limit: int = FIELD_LIMIT) -> str:
+    """``value`` as text of at most ``limit`` characters, and how much was cut.
+
+    >>> cut("x" * 310, 5)
+    'xxxxx… (305 characters cut)'
+    >>> cut("short")
+    'short'
+    """
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}{ELLIPSIS} ({len(text) - limit:,} characters cut)"
 
 
 #: Markdown and HTML characters escaped in :func:`markdown` (``&`` first: an entity in
@@ -132,28 +155,3 @@ def name_like(value: str) -> bool:
     """Whether ``value`` looks like a column or file name (short, no punctuation that
     secrets are made of): only such cells of a foreign file are quoted in errors."""
     return bool(_NAME_LIKE.match(value))
-
-
-def write_text(path: Path, text: str) -> bool:
-    """Write ``text`` to ``path`` without following a link: into a new temporary file
-    beside it (``O_EXCL | O_NOFOLLOW``), renamed over ``path``.  An existing symbolic
-    link at ``path`` is replaced by the file (its target is never opened or touched);
-    the return value says whether one was.  ``OSError`` when it cannot be written
-    (the temporary file is removed)."""
-    try:
-        replaced = stat.S_ISLNK(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        replaced = False
-    if not replaced and path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            os.fchmod(out.fileno(), 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return replaced

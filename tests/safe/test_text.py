@@ -3,12 +3,9 @@ written without following links."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from kiana.safe import code, excerpt, markdown, terminal, write_text
+from kiana.safe import code, excerpt, markdown, terminal
 
 
 @pytest.mark.parametrize(
@@ -55,20 +52,9 @@ def test_excerpt_is_short_and_says_how_long_the_text_was() -> None:
     assert excerpt("s" * 10_000) == "'" + "s" * 39 + "…' (10,000 characters)"
 
 
-def test_write_text_replaces_a_link_and_never_touches_its_target(tmp_path: Path) -> None:
-    target = tmp_path / "target"
-    target.write_text("keep")
-    link = tmp_path / "out.md"
-    link.symlink_to(target)
-    assert write_text(link, "new") is True
-    assert target.read_text() == "keep" and link.read_text() == "new" and not link.is_symlink()
-    assert write_text(link, "again") is False
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.md", "target"]
+def test_terminal_breaks_the_legacy_command_syntax_anywhere() -> None:
+    assert "##[" not in terminal("kernel ##[error]safe to merge")
 
 
-def test_write_text_to_a_missing_folder_raises_and_leaves_nothing(tmp_path: Path) -> None:
-    with pytest.raises(OSError):
-        write_text(tmp_path / "missing" / "x.md", "x")
-    with pytest.raises(IsADirectoryError):
-        write_text(tmp_path, "x")
-    assert os.listdir(tmp_path) == []
+def test_terminal_cuts_at_a_limit_saying_how_much() -> None:
+    assert terminal("k" * 100_000, 300) == "k" * 300 + "… (99,700 characters cut)"
