@@ -49,7 +49,14 @@ from kiana.culprits.exits import (
     MAX_ROWS,
     TIMEOUT_SECONDS,
 )
-from kiana.culprits.gaterows import Counter, HeadRows, head_rows, raw_records, replaced_first
+from kiana.culprits.gaterows import (
+    Counter,
+    HeadRows,
+    head_rows,
+    precount_worktree,
+    raw_records,
+    replaced_first,
+)
 from kiana.culprits.gaterows import history as history_rows
 from kiana.culprits.headfiles import HeadFiles, commit_csvs, worktree_csvs
 from kiana.culprits.outcome import Outcome, outcome
@@ -305,6 +312,8 @@ def gate(
     warnings += [shallow] if shallow else []
     counter = Counter(max_rows)
     past, known, files = history_rows(repo, base_sha, counter)
+    if worktree:
+        precount_worktree(repo, head_sha, known, counter)
     head_files = worktree_csvs(repo) if worktree else commit_csvs(repo, head_sha)
     label = "worktree" if worktree else head_sha[:12]
     fresh = head_rows(repo, (base_sha, head_sha), head_files, known, label, counter)

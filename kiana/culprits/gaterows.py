@@ -13,6 +13,9 @@ cut that makes a re-run compare with the rows it replaced.
   ``all_benchmark_data.csv`` was otherwise compared with a session of the cuTile CSV,
   on one workload of four).
 * **Bounded**: more than ``max_rows`` distinct rows stop the gate (:class:`RowLimitError`).
+  The work tree's CSVs are first counted as they stream (:func:`precount_worktree`):
+  the read of a file stops as the count passes the limit, so a 4.9M-row CSV costs the
+  200,000 rows it took to prove it, not its 500 MB.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kiana.culprits.headfiles import HeadFiles
+from kiana.culprits.headfiles import HeadFiles, stream_lines, worktree_files
 from kiana.errors import KianaError
 from kiana.importers.git import csv_versions, release_at
 from kiana.importers.liger import NotLigerCsvError, read_rows
@@ -77,13 +80,24 @@ def series_of(row: Row) -> tuple[str, ...]:
 
 
 def read_text_rows(
-    text: str, source: str, path: str, commit: str | None, release: str | None
+    text: str | Iterator[str], source: str, path: str, commit: str | None, release: str | None
 ) -> list[Row | Skipped]:
+    """The records of one CSV; ``text`` may be its lines, read lazily: the list is made
+    as they are read (a :class:`RowLimitError` raised by the caller's count stops it
+    only after this returns, so :func:`precount_worktree` counts as it iterates
+    :func:`iter_text_rows`)."""
+    return list(iter_text_rows(text, source, path, commit, release))
+
+
+def iter_text_rows(
+    text: str | Iterator[str], source: str, path: str, commit: str | None, release: str | None
+) -> Iterator[Row | Skipped]:
+    """:func:`read_text_rows`, one record at a time."""
     defaults = {"liger_version": release} if release else None
     try:
-        return list(read_rows(text, source, csv_name=path, commit=commit, defaults=defaults))
+        yield from read_rows(text, source, csv_name=path, commit=commit, defaults=defaults)
     except NotLigerCsvError as exc:
-        return [Skipped(source, 1, None, exc.message.removeprefix(f"{source}: "))]
+        yield Skipped(source, 1, None, exc.message.removeprefix(f"{source}: "))
 
 
 class Counter:
@@ -122,6 +136,44 @@ def history(repo: Path, base: str, counter: Counter) -> tuple[list[Row | Skipped
                 counter.add()
             rows.append(item)
     return rows, seen, files
+
+
+def precount_worktree(repo: Path, head: str, known: set[Key], counter: Counter) -> None:
+    """Raise :class:`RowLimitError` as soon as the work tree's CSVs, streamed line by
+    line, hold more new distinct rows than :func:`head_rows` would let ``counter`` take,
+    before any file is read whole.  The same count as :func:`head_rows` (rows ``known``
+    does not hold, once each; a file's header without ``liger_version`` takes the
+    release at ``head``), on hashes of the keys: a collision can only count fewer, and
+    :func:`head_rows` then counts exactly.  A file that stops decoding (invalid UTF-8)
+    or outgrows the size cap gives its rows back: the whole read refuses it."""
+    listing = worktree_files(repo)
+    if listing is None:
+        return
+    scratch = Counter(counter.max_rows)
+    scratch.rows = counter.rows
+    seen: set[int] = set()
+    for path, file in listing[0].items():
+        mine: set[int] = set()
+        try:
+            lines = stream_lines(file)
+            first = next(lines, "")
+            release = None if "liger_version" in first else release_at(repo, head)
+            found = iter_text_rows(_chain(first, lines), path, path, None, release)
+            for item in found:
+                if isinstance(item, Row) and item.key not in known:
+                    digest = hash(item.key)
+                    if digest not in seen and digest not in mine:
+                        mine.add(digest)
+                        scratch.add()
+        except UnicodeDecodeError:
+            scratch.rows -= len(mine)
+            continue
+        seen |= mine
+
+
+def _chain(first: str, rest: Iterator[str]) -> Iterator[str]:
+    yield first
+    yield from rest
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,10 @@ folder outside the repository, a name may hold a newline.  So:
 
 from __future__ import annotations
 
+import io
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,15 +67,16 @@ def _refused_folder(repo: Path) -> str | None:
     return None
 
 
-def worktree_csvs(repo: Path) -> HeadFiles:
-    """The work tree's ``benchmark/data/*.csv`` (module docstring)."""
+def worktree_files(repo: Path) -> tuple[dict[str, Path], list[str]] | None:
+    """The work tree's regular ``benchmark/data/*.csv`` files (path -> file) and what was
+    refused listing them; ``None`` when ``benchmark/data`` does not exist."""
     why = _refused_folder(repo)
     if why is not None:
-        return HeadFiles({}, (why,))
+        return {}, [why]
     folder = repo / DATA
     if not folder.is_dir():
-        return HeadFiles({})
-    texts: dict[str, str] = {}
+        return None
+    files: dict[str, Path] = {}
     refused: list[str] = []
     with os.scandir(folder) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
@@ -85,11 +88,47 @@ def worktree_csvs(repo: Path) -> HeadFiles:
             elif not entry.is_file(follow_symlinks=False):
                 refused.append(f"{path}: not a regular file: not read")
             else:
-                try:
-                    texts[path] = read_csv_file(Path(entry.path))
-                except InputError as exc:
-                    refused.append(f"{path}: {exc.message.rsplit(': ', 1)[-1]}")
+                files[path] = Path(entry.path)
+    return files, refused
+
+
+def worktree_csvs(repo: Path) -> HeadFiles:
+    """The work tree's ``benchmark/data/*.csv`` (module docstring)."""
+    listing = worktree_files(repo)
+    if listing is None:
+        return HeadFiles({})
+    files, refused = listing
+    texts: dict[str, str] = {}
+    for path, file in files.items():
+        try:
+            texts[path] = read_csv_file(file)
+        except InputError as exc:
+            refused.append(f"{path}: {exc.message.rsplit(': ', 1)[-1]}")
     return HeadFiles(texts, tuple(terminal(r) for r in refused))
+
+
+def stream_lines(file: Path, max_chars: int = MAX_CSV_BYTES) -> Iterator[str]:
+    """The lines of one work-tree CSV, read lazily (the reader stops the read when it
+    stops iterating), opened as :func:`~kiana.importers.liger.read_csv_file` opens it
+    (``O_NOFOLLOW``, never blocking, a regular file only) and decoded as it decodes
+    (UTF-8, a BOM dropped: :class:`UnicodeDecodeError` at the first invalid byte).
+    Ends quietly at ``max_chars`` characters or when the file cannot be opened: the
+    whole read (:func:`worktree_csvs`) refuses such a file and names it."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(file, flags)
+    except OSError:
+        return
+    with os.fdopen(fd, "rb") as raw:
+        if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+            return
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        read = 0
+        for line in text:
+            read += len(line)
+            if read > max_chars:
+                return
+            yield line
 
 
 def _refused_tree_folder(repo: Path, commit: str) -> str | None:

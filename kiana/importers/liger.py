@@ -137,14 +137,17 @@ def csv_backend(csv_name: str) -> str | None:
 
 
 def read_rows(
-    text: str,
+    text: str | Iterable[str],
     source: str,
     *,
     csv_name: str | None = None,
     commit: str | None = None,
     defaults: Mapping[str, str] | None = None,
 ) -> Iterator[Row | Skipped]:
-    """Records of one CSV text.  ``line`` is the 1-based line a record starts on.
+    """Records of one CSV text, or of its lines read lazily (an iterable of lines kept
+    with their line ends, as ``open(..., newline="")`` yields them: a caller streaming a
+    file stops the read when it stops iterating).  ``line`` is the 1-based line a record
+    starts on: the csv reader's own position, either way.
 
     ``csv_name`` is the file as Liger names it (``benchmark/data/<name>.csv``, or a base
     name), each row's ``liger_csv`` label; in a per-backend file a provider of exactly
@@ -158,7 +161,8 @@ def read_rows(
     some of them reads on, and rows missing a column are skipped one by one.
     """
     backend = csv_backend(csv_name) if csv_name is not None else None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    lines = io.StringIO(text, newline="") if isinstance(text, str) else text
+    reader = csv.reader(lines)
     try:
         header = next(reader)
     except StopIteration:
