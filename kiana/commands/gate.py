@@ -95,21 +95,16 @@ class _Outputs:
         self.base = str(args.base)
 
     def write(self, path: Path | None, text: str) -> None:
-        """Write ``text`` to ``path``; an :class:`~kiana.errors.UsageError` naming it when
-        it cannot be written (exit 2, never a traceback)."""
+        """Write ``text`` to ``path``; a :class:`~kiana.errors.KianaError` naming it when
+        it cannot be written or is refused (exit 2, never a traceback)."""
+        from kiana.safe import write_output
 
-        from kiana.errors import UsageError
-        from kiana.safe import terminal, write_text
-
-        if path is None:
-            return
-        try:
-            write_text(path, text)
-        except OSError as exc:
-            raise UsageError(
-                f"{terminal(path)}: cannot write: {exc.strerror or exc}",
+        if path is not None:
+            write_output(
+                path,
+                text,
                 hint="give a writable path outside the checkout ($RUNNER_TEMP/kiana-gate.md)",
-            ) from None
+            )
 
     def failed(self, what: str, detail: str) -> None:
         """The "could not judge" comment (errors writing it are ignored: the exit code

@@ -22,7 +22,7 @@ from typing import Any
 
 from kiana.documents import slugify
 from kiana.errors import InputError
-from kiana.safe import open_folder, open_output, terminal, write_text
+from kiana.safe import open_folder, open_output, terminal, write_output
 
 NAME_LIMIT = 180
 
@@ -52,14 +52,8 @@ def write_files(documents: Iterable[dict[str, Any]], directory: Path) -> int:
             n += 1
             stem = f"{base}-{n}"
         used.add(stem)
-        path = directory / f"{stem}.json"
-        try:
-            write_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-        except OSError as exc:
-            raise InputError(
-                f"{terminal(path, 300)}: cannot write: {exc.strerror or exc}",
-                hint="choose another -o",
-            ) from None
+        text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+        write_output(directory / f"{stem}.json", text, hint="choose another -o")
         written += 1
     return written
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kiana.errors import InputError
 from kiana.report.data import ReportData, ReportOptions
 from kiana.report.page import render
 from kiana.report.text import coverage_line, headline
@@ -34,14 +33,10 @@ def write(path: str | os.PathLike[str], html: str) -> Path:
     """Write the page (UTF-8) through a new temporary file renamed into place, so a
     reader never sees half, and never through a link (:func:`kiana.safe.write_text`: a
     linked folder or name is refused)."""
-    from kiana.safe import terminal, write_text
+    from kiana.safe import write_output
 
     target = Path(path)
-    try:
-        write_text(target, html)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write the report to {terminal(target, 300)}: {exc.strerror or exc}",
-            hint="check that the folder exists and is writable, or pick another -o path",
-        ) from exc
+    write_output(
+        target, html, hint="check that the folder exists and is writable, or pick another -o path"
+    )
     return target

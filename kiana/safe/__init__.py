@@ -21,6 +21,7 @@ from kiana.safe.files import (
     publish,
     refuse_links,
     write_bytes,
+    write_output,
     write_text,
 )
 from kiana.safe.stream import inert_streams
@@ -41,5 +42,6 @@ __all__ = [
     "refuse_links",
     "terminal",
     "write_bytes",
+    "write_output",
     "write_text",
 ]

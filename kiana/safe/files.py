@@ -170,6 +170,17 @@ def _output(path: Path, mode: str, mkdirs: bool) -> Iterator[IO[str] | IO[bytes]
         os.close(folder)
 
 
+def write_output(path: Path, text: str, *, hint: str, mkdirs: bool = False) -> None:
+    """:func:`write_text`, and an ``OSError`` (a missing folder, no permission, a full
+    disk) as a :class:`OutputRefused` naming ``path`` and ending with ``hint``."""
+    try:
+        write_text(path, text, mkdirs=mkdirs)
+    except OSError as exc:
+        raise OutputRefused(
+            f"{terminal(path, 300)}: cannot write: {exc.strerror or exc}", hint=hint
+        ) from None
+
+
 def write_bytes(path: Path, data: bytes, *, mkdirs: bool = False) -> None:
     """Write ``data`` to ``path`` (:func:`open_output`)."""
     with open_output(path, "wb", mkdirs=mkdirs) as out:
