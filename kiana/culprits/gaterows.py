@@ -21,7 +21,6 @@ cut that makes a re-run compare with the rows it replaced.
 from __future__ import annotations
 
 import csv
-import io
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from pathlib import Path
 from kiana.culprits.headfiles import HeadFiles, stream_lines, worktree_files
 from kiana.errors import KianaError
 from kiana.importers.git import csv_versions, release_at
-from kiana.importers.liger import NotLigerCsvError, read_rows
+from kiana.importers.liger import NotLigerCsvError, read_rows, text_lines
 from kiana.importers.rows import Row, Skipped
 
 Key = tuple[tuple[str, str], ...]
@@ -56,7 +55,7 @@ def raw_records(text: str) -> dict[int, str]:
     consumed: list[str] = []
 
     def lines() -> Iterator[str]:
-        for line in io.StringIO(text, newline=""):
+        for line in text_lines(text):
             consumed.append(line)
             yield line
 
@@ -127,8 +126,8 @@ def history(repo: Path, base: str, counter: Counter) -> tuple[list[Row | Skipped
         if version.refused is not None:
             continue
         source = f"{version.commit[:12]}:{version.path}"
-        found = read_text_rows(version.text, source, version.path, version.commit, version.release)
-        for item in found:
+        found = iter_text_rows(version.text, source, version.path, version.commit, version.release)
+        for item in found:  # counted as read: the limit stops the parse, not after it
             if isinstance(item, Row):
                 if item.key in seen:
                     continue
@@ -203,7 +202,7 @@ def head_rows(
     skipped: list[Skipped] = []
     by_path: dict[str, set[Key]] = defaultdict(set)
     for path, text in files.texts.items():
-        for item in read_text_rows(text, f"{label}:{path}", path, None, release):
+        for item in iter_text_rows(text, f"{label}:{path}", path, None, release):
             if isinstance(item, Skipped):
                 skipped.append(item)
                 continue

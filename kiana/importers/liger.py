@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import csv
 import errno
-import io
 import os
 import re
 import stat
@@ -136,6 +135,22 @@ def csv_backend(csv_name: str) -> str | None:
     return match["backend"] if match else None
 
 
+#: One line as ``io.StringIO(text, newline="")`` reads it: up to ``\r\n``, ``\r`` or
+#: ``\n`` (kept), or the rest of the text.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def text_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` exactly as ``io.StringIO(text, newline="")`` yields them,
+    without its copy of the text (four bytes a character: 0.9 GB for a 229 MB CSV).
+
+    >>> list(text_lines("a,b\r\nc\rd\n\fe"))
+    ['a,b\r\n', 'c\r', 'd\n', '\x0ce']
+    """
+    for match in _LINE.finditer(text):
+        yield match.group()
+
+
 def read_rows(
     text: str | Iterable[str],
     source: str,
@@ -161,8 +176,7 @@ def read_rows(
     some of them reads on, and rows missing a column are skipped one by one.
     """
     backend = csv_backend(csv_name) if csv_name is not None else None
-    lines = io.StringIO(text, newline="") if isinstance(text, str) else text
-    reader = csv.reader(lines)
+    reader = csv.reader(text_lines(text) if isinstance(text, str) else text)
     try:
         header = next(reader)
     except StopIteration:

@@ -12,6 +12,8 @@ from typing import Any
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kiana.importers.gpus import parse_gpu
 from kiana.importers.liger import (
@@ -19,6 +21,7 @@ from kiana.importers.liger import (
     convert_rows,
     import_csvs,
     read_rows,
+    text_lines,
 )
 from kiana.importers.rows import (
     COLUMNS,
@@ -410,3 +413,11 @@ def test_cli_missing_file_is_an_error(tmp_path: Path) -> None:
 def test_cli_loads_into_a_database(small_csv: Path, tmp_path: Path) -> None:
     con = imported(small_csv, tmp_path)
     assert con.execute("select count(*) from runs").fetchone() == (2,)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='ab,"\r\n\x0c\x85\u2028', max_size=40))
+def test_text_lines_split_as_stringio_does(text: str) -> None:
+    """The reference: ``io.StringIO(text, newline="")``, whose copy of a 229 MB CSV took
+    0.9 GB; ``text_lines`` must split exactly as it does (csv line numbers depend on it)."""
+    assert list(text_lines(text)) == list(io.StringIO(text, newline=""))
