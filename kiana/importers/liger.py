@@ -141,7 +141,7 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def text_lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` exactly as ``io.StringIO(text, newline="")`` yields them,
+    r"""The lines of ``text`` exactly as ``io.StringIO(text, newline="")`` yields them,
     without its copy of the text (four bytes a character: 0.9 GB for a 229 MB CSV).
 
     >>> list(text_lines("a,b\r\nc\rd\n\fe"))
