@@ -9,7 +9,7 @@ before anything it could not judge).  The sentences hold counts only, never a ro
 text: a pull request's data never reaches them.
 
 >>> [rule.name for rule in RULES]
-['regressed', 'unjudged_rows', 'not_judged', 'unplaced', 'unstable', 'uncertain']
+['regressed', 'unjudged_rows', 'not_judged', 'unplaced', 'toolchain', 'unstable', 'uncertain']
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 import polars as pl
 
 from kiana.culprits.exits import EXIT_PASSED, EXIT_REGRESSED, EXIT_UNJUDGED
-from kiana.vocabulary import UNSTABLE
+from kiana.vocabulary import TOOLCHAIN, UNSTABLE
 
 
 class Accounted(Protocol):
@@ -49,6 +49,11 @@ class GateResult(Protocol):
     def findings(self) -> pl.DataFrame: ...
     @property
     def accounting(self) -> Accounted: ...
+
+
+def _subject(result: GateResult, basis: str) -> int:
+    """The head's findings of the code under test on ``basis``."""
+    return result.findings.filter(pl.col("is_subject") & (pl.col("basis") == basis)).height
 
 
 #: The three things a gate can say of a pull request.
@@ -101,10 +106,14 @@ RULES: tuple[Rule, ...] = (
     Rule("unplaced", lambda r: r.unplaced.height, "could not judge", EXIT_UNJUDGED,
          "{n:,} Liger regression(s) between an earlier session and the head's, across a "
          "session too noisy to say whether this pull request caused them"),
-    Rule("unstable", lambda r: r.findings.filter(pl.col("is_subject") & (pl.col("basis") == UNSTABLE)).height,
-         "could not judge", EXIT_UNJUDGED,
+    Rule("toolchain", lambda r: _subject(r, TOOLCHAIN), "could not judge", EXIT_UNJUDGED,
+         "{n:,} Liger finding(s) of the head moved with every other Liger kernel no commit "
+         "touched (the machine or the toolchain of the head's run, kiana.stats.toolchain): "
+         "could not judge"),
+    Rule("unstable", lambda r: _subject(r, UNSTABLE), "could not judge", EXIT_UNJUDGED,
          "{n:,} Liger finding(s) of the head in an unstable series (it alternates between two "
-         "levels across sessions, kiana.stats.unstable): unstable, could not judge"),
+         "levels, or moves both ways at the same code, kiana.stats.unstable): unstable, could "
+         "not judge"),
     Rule("uncertain", lambda r: r.uncertain.height, "could not judge", EXIT_UNJUDGED,
          "{n:,} Liger finding(s) of the head too noisy to say whether it regressed "
          "(inconclusive; the evidence says how many reruns would resolve each)"),

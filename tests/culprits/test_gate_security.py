@@ -186,12 +186,31 @@ def test_comment_stays_under_githubs_limit_and_names_the_artifact(
     repo.commit({CSV: csv_text(*(rows(k, "0.5.0", JAN) for k in kernels))}, "base (#1)")
     repo.git("checkout", "-q", "-b", "pr")
     slow = [rows(k, "0.5.0", FEB, liger=1.2 + (i % 7) / 100) for i, k in enumerate(kernels)]
-    repo.commit({CSV: csv_text(*slow)}, "re-run everything " + "x" * 150 + " (#2)")
+    # Every kernel's code changes (untouched, every kernel moving together would be the
+    # machine's move: kiana.stats.toolchain, could not judge).
+    code = {f"{OPS}/{k}.py": "# v2\n" for k in kernels}
+    repo.commit({CSV: csv_text(*slow), **code}, "re-run everything " + "x" * 150 + " (#2)")
     result = gate(repo, tmp_path, capsys, "--json-file", str(tmp_path / "kiana-gate.json"))
     assert result.code == 1
     assert len(result.comment) <= LIMIT < 65_536
     assert "more finding(s)" in result.comment and "`kiana-gate.json`" in result.comment
     assert (tmp_path / "kiana-gate.json").stat().st_size > len(result.comment)
+
+
+def test_every_untouched_kernel_slower_together_could_not_be_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pull request that changes no kernel's code and whose rows are all 20% slower
+    says the head's machine or toolchain moved (exit 3), never "passed"."""
+    repo = LigerRepo(tmp_path / "Liger-Kernel")
+    kernels = [f"kernel_{i}" for i in range(7)]
+    repo.commit({CSV: csv_text(*(rows(k, "0.5.0", JAN) for k in kernels))}, "base (#1)")
+    repo.git("checkout", "-q", "-b", "pr")
+    slow = [rows(k, "0.5.0", FEB, liger=1.2 + i / 1000) for i, k in enumerate(kernels)]
+    repo.commit({CSV: csv_text(*slow)}, "re-run (#2)")
+    result = gate(repo, tmp_path, capsys)
+    assert result.code == 3
+    assert "moved with every other Liger kernel no commit touched" in result.comment
 
 
 def test_unwritable_markdown_path_exits_2_not_1(

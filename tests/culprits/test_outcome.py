@@ -42,6 +42,7 @@ CASES = {
         unjudged=(Unjudged({"kernel": "k"}, "2025-01-01T00:00:00Z", 4, "before", is_subject=True),),
     ),
     "unplaced": _result("regression", "bridge"),
+    "toolchain": _result("drift", "toolchain"),
     "unstable": _result("inconclusive", "unstable"),
     "uncertain": _result("inconclusive", "inconclusive"),
     None: _result("unchanged", "unchanged"),
@@ -82,6 +83,11 @@ def test_a_head_finding_of_an_unstable_series_could_not_be_judged() -> None:
     said = CASES["unstable"].outcome
     assert said.exit_code == 3 and said.status == "could not judge"
     assert "unstable, could not judge" in said.reason
+
+
+def test_a_head_finding_that_moved_with_every_untouched_kernel_could_not_be_judged() -> None:
+    said = CASES["toolchain"].outcome
+    assert said.exit_code == 3 and "the machine or the toolchain of the head's run" in said.reason
 
 
 def test_rows_of_a_new_kernel_pass_and_are_named_as_new() -> None:
