@@ -99,7 +99,7 @@ def main() -> None:
     cut = len(order) * 2 // 3
     con = kiana.connect(str(args.db))
     try:
-        findings = kiana.analyze(con, git=args.git).findings
+        findings = kiana.analyze(con, git=args.git, full=True).findings
     finally:
         con.close()
     print(f"{len(order)} measured commits in order; fit: the first {cut}, held out: the rest")

@@ -31,6 +31,9 @@ assert set(VERDICTS) == set(get_args(Verdict))
 BRIDGE = "bridge"
 
 
+#: The basis of a finding that moved with every untouched kernel of its provider
+#: between the same sittings (kiana.stats.toolchain): ``drift``.
+TOOLCHAIN = "toolchain"
 #: The basis of a finding, and the ``quality`` kind, of a series that alternates between
 #: levels across sessions without a change of its code (kiana.stats.unstable): its
 #: findings are ``inconclusive``, "could not judge".

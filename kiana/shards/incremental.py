@@ -10,7 +10,9 @@ same versions and days); and the steps before and after it in its series (an out
 is a session off and back).  Everything but the neighbours is keyed by the days of its
 two sessions, so a *day* is the unit of the cut.  Per kernel with new runs (given its
 GPU's calibration, nothing else crosses kernels; one cut for every kernel of a GPU
-with a partition without baselines, whose GPU-wide control does), with ``t`` the
+with a partition without baselines, whose GPU-wide control does, or with runs of the
+code under test recorded at a Liger commit, whose toolchain control does:
+:mod:`kiana.stats.toolchain`), with ``t`` the
 first new run (or the start of the stored session it joins):
 
 * ``D``: midnight of the earliest of ``t`` and, in every series with new runs, the
@@ -146,6 +148,15 @@ WHERE NOT controlled
 """
 
 
+#: The GPUs whose code under test has runs recorded at a Liger commit: their findings'
+#: toolchain control is the common move of the provider's other kernels between the
+#: same sittings (:mod:`kiana.stats.toolchain`), which crosses kernels.
+_SITTINGS_SQL = """
+SELECT DISTINCT r.gpu FROM runs r JOIN labels l USING (run_id)
+WHERE r.gpu IN (SELECT unnest($gpus)) AND r.role = 'subject' AND l.key = 'liger_commit'
+"""
+
+
 def cuts(
     con: duckdb.DuckDBPyConnection,
     fresh: pl.DataFrame,
@@ -172,6 +183,7 @@ def cuts(
     ).fetchall()}  # fmt: skip
     chosen = [g for g in gpus if g in stored and g not in disordered and g not in unstable]
     together = {g for (g,) in con.execute(_UNCONTROLLED_SQL, {"gpus": chosen}).fetchall()}
+    together |= {g for (g,) in con.execute(_SITTINGS_SQL, {"gpus": chosen}).fetchall()}
     known: dict[str, set[str]] = {}
     for g, k in con.execute(
         "SELECT DISTINCT gpu, kernel FROM judged_points WHERE gpu IN (SELECT unnest($gpus))",

@@ -69,7 +69,10 @@ if TYPE_CHECKING:
 #: (:mod:`kiana.stats.unstable`): steps carry ``unstable``, ``judged_outliers`` holds the
 #: ``unstable`` quality rows too, quality rows carry ``levels`` and ``switches``.  15: the
 #: noise priors fitted on Liger's CI history (:data:`kiana.stats.calibration.PRIOR`).
-STORE_VERSION = 15
+#: 16: a series that moves both ways at the same code is unstable
+#: (:mod:`kiana.stats.unstable`); a change that every untouched kernel of its provider
+#: made is ``drift`` (:mod:`kiana.stats.toolchain`).
+STORE_VERSION = 16
 
 
 Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]

@@ -48,7 +48,9 @@ says what it decides and on what reference):
    by :mod:`~kiana.stats.aggregate` (the sweep's numbers) and :mod:`~kiana.stats.pooling`
    (one estimate of many workloads);
 5. what is not a change: :mod:`~kiana.stats.outliers`, :mod:`~kiana.stats.unstable`,
-   :mod:`~kiana.stats.reruns`, :mod:`~kiana.stats.bridges` (a change across a noisy session);
+   :mod:`~kiana.stats.reruns`, :mod:`~kiana.stats.bridges` (a change across a noisy session),
+   :mod:`~kiana.stats.toolchain` (every untouched kernel of the provider moved with it),
+   :mod:`~kiana.stats.restless` (a series that moves both ways at the same code);
 6. around the findings: :mod:`~kiana.stats.coverage`, :mod:`~kiana.stats.quality`,
    :mod:`~kiana.stats.changepoints`, :mod:`~kiana.stats.tradeoffs`,
    :mod:`~kiana.stats.evidence` (the words).
@@ -63,7 +65,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.stats import bridges, unstable
+from kiana.stats import bridges, restless, toolchain, unstable
 from kiana.stats.calfit import earliest, fit, state_factors
 from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
@@ -258,6 +260,14 @@ def judge_stage(
     found = _no_nan(_findings(steps, options))
     if options.calibrate and calibration is not None and options.baseline is None:
         found = _with_bridges(found, stage, outliers, calibration, options, shaky)
+    found = toolchain.adjust(found, stage.steps, options)
+    wander = restless.restless(found, stage.steps, shaky) if options.baseline is None else None
+    if wander is not None and wander.height:
+        shaky = pl.concat([shaky, wander], how="vertical_relaxed")
+        steps = restless.mark_steps(steps, wander)
+        found = order_findings(restless.mark_findings(found, wander))
+    elif found.height:
+        found = order_findings(found)
     cps = _changepoints(pts, options) if options.changepoints else empty_changepoints()
     steps = _no_nan(_narrow(steps))
     return Judgement(

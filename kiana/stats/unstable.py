@@ -38,6 +38,9 @@ A *sweep series* (kernel, pass, provider, GPU and metric: the unit of the findin
   plain CSVs), the series must visit each level at least twice (two separate stints of
   each: ``low high low high``), which a change and its revert (``low high low``) does not.
 
+A series is ``unstable`` too when its findings at the same code move both ways
+(:mod:`kiana.stats.restless`).
+
 Such a series gets one ``quality`` row (kind ``unstable``: its two levels, the sessions
 at each and its switches), no ``outlier`` rows (a session at its other level is one of
 its levels), its steps and findings become ``inconclusive`` with a sentence naming the

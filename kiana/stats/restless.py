@@ -1,0 +1,116 @@
+"""Restless series: a kernel whose findings at the same code go both ways is unstable.
+
+A sweep series (kernel, pass, provider, GPU and metric) is ``unstable`` when, between
+sessions no commit touched the kernel (its code for the code under test, its benchmark
+for a baseline; known only with code changes, the git provenance of ``kiana import
+liger --git``), it was found to regress at least :data:`MIN_MOVES` times and to improve
+at least as often: each a finding of its own, past its control and its provider's
+common move (:mod:`kiana.stats.toolchain`), on the noise kiana measured.  Such a series
+has no level to step from.  Liger's ``dpo_loss`` backward on the H100 of its CI history
+moved +7.6%, -7.2%, +5.7% and -6.3% between sittings no commit of Liger's touched,
+while ``huggingface`` beside it moved under 2%; ``dyt`` backward +42%, -42%, +22%,
+-21%.  Each move is real for the measurement and none is a change of the code.
+
+This is the two-level rule's empirical counterpart (:mod:`kiana.stats.unstable`): two
+levels need not be far apart in Ashman's sense for a series to come and go (one that
+wanders over several levels has a small D), but its own moves at the same code show
+it, as repeated executions show the variation a single one hides (Kalibera and Jones
+2013, "Rigorous benchmarking in reasonable time", ISMM).  A change and its revert each
+need a commit, so they never count; a kernel the toolchain moves once, or the same way
+twice, is not restless.  Without code changes known for a step, its finding does not
+count: from plain CSVs only the two-level rule applies.
+
+A restless series is marked as the two-level rule marks one (its quality row, its steps
+and findings ``inconclusive`` with its sentence, coverage ``in an unstable sweep``);
+its row's ``levels`` names the moves, ``ashman_d``, ``low`` and ``high`` are null.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from kiana.stats.toolchain import finding_changes
+from kiana.stats.unstable import SWEEP, UNSTABLE_COLUMNS, empty
+from kiana.vocabulary import FINDING_KEYS, UNSTABLE
+
+#: Regressions, and as many improvements, at the same code, at least.
+MIN_MOVES = 2
+
+
+def restless(findings: pl.DataFrame, steps: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
+    """One row per restless sweep series (module docstring; :data:`UNSTABLE_COLUMNS`)
+    not already in ``known`` (the two-level rule's rows); ``steps``: with
+    ``kernel_changed`` and ``partition_id``."""
+    by = list(SWEEP)
+    if findings.height == 0 or "kernel_changed" not in steps.columns:
+        return empty()
+    quiet = findings.join(finding_changes(steps), on=list(FINDING_KEYS), how="inner",
+                          nulls_equal=True).filter(pl.col("kernel_changed") == False)  # noqa: E712  # fmt: skip
+    moves = (
+        quiet.join(known.select(by), on=by, how="anti")
+        .group_by(by, maintain_order=True)
+        .agg(
+            (pl.col("verdict") == "regression").sum().cast(pl.Int64).alias("_ups"),
+            (pl.col("verdict") == "improvement").sum().cast(pl.Int64).alias("_downs"),
+            pl.col("change").abs().filter(pl.col("verdict").is_in(["regression", "improvement"]))
+            .max().alias("_reach"),
+        )
+        .filter((pl.col("_ups") >= MIN_MOVES) & (pl.col("_downs") >= MIN_MOVES))
+    )  # fmt: skip
+    if moves.height == 0:
+        return empty()
+    series = steps.group_by(by).agg(
+        pl.col("partition_id").min(), pl.col("to_session").n_unique().cast(pl.Int64).alias("_n")
+    )
+    moves = moves.join(series, on=by, how="left", maintain_order="left")
+    switches = pl.col("_ups") + pl.col("_downs")
+    levels = (
+        switches.cast(pl.String) + pl.lit(" moves at the same code (") + pl.col("_ups").cast(pl.String)
+        + pl.lit(" up, ") + pl.col("_downs").cast(pl.String) + pl.lit(" down)")
+    )  # fmt: skip
+    note = (
+        pl.lit("unstable series: moved ") + switches.cast(pl.String)
+        + pl.lit(" times with no commit touching the kernel (") + pl.col("_ups").cast(pl.String)
+        + pl.lit(" up, ") + pl.col("_downs").cast(pl.String) + pl.lit(" down, by up to ")
+        + (pl.col("_reach") * 100).round(0).cast(pl.Int64).cast(pl.String)
+        + pl.lit("%): not a change of the kernel's, could not judge")
+    )  # fmt: skip
+    none = pl.lit(None, pl.Float64)
+    return moves.select(
+        *by, "partition_id", (pl.col("_n") + 1).alias("sessions"), none.alias("low"),
+        none.alias("high"), pl.lit(None, pl.Int64).alias("low_sessions"),
+        pl.lit(None, pl.Int64).alias("high_sessions"), switches.alias("switches"),
+        none.alias("ashman_d"), levels.alias("levels"), note.alias("note"),
+    ).select(UNSTABLE_COLUMNS)  # fmt: skip
+
+
+def mark_steps(steps: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
+    """``steps`` with the steps of the series ``found`` marked unstable (their verdict
+    ``inconclusive``, evidence led by the series' sentence); the others as they were."""
+    if found.height == 0:
+        return steps
+    table = found.select(*SWEEP, pl.col("note").alias("_note"))
+    joined = steps.join(table, on=list(SWEEP), how="left", maintain_order="left")
+    hit = pl.col("_note").is_not_null()
+    return joined.with_columns(
+        (pl.col("unstable") | hit).alias("unstable"),
+        pl.when(hit).then(pl.lit("inconclusive")).otherwise(pl.col("verdict")).alias("verdict"),
+        pl.when(hit).then(pl.col("_note") + pl.lit("; ") + pl.col("evidence"))
+        .otherwise(pl.col("evidence")).alias("evidence"),
+    ).drop("_note")  # fmt: skip
+
+
+def mark_findings(findings: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
+    """``findings`` with those of the series ``found`` ``inconclusive``, basis
+    ``unstable``, their evidence led by the series' sentence."""
+    if found.height == 0:
+        return findings
+    table = found.select(*SWEEP, pl.col("note").alias("_note"))
+    joined = findings.join(table, on=list(SWEEP), how="left", maintain_order="left")
+    hit = pl.col("_note").is_not_null()
+    return joined.with_columns(
+        pl.when(hit).then(pl.lit("inconclusive")).otherwise(pl.col("verdict")).alias("verdict"),
+        pl.when(hit).then(pl.lit(UNSTABLE)).otherwise(pl.col("basis")).alias("basis"),
+        pl.when(hit).then(pl.col("_note") + pl.lit("; ") + pl.col("evidence"))
+        .otherwise(pl.col("evidence")).alias("evidence"),
+    ).drop("_note")  # fmt: skip
