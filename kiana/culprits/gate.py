@@ -53,6 +53,7 @@ from kiana.culprits.gaterows import (
     Counter,
     HeadRows,
     head_rows,
+    precount_commit,
     precount_worktree,
     raw_records,
     replaced_first,
@@ -312,8 +313,7 @@ def gate(
     warnings += [shallow] if shallow else []
     counter = Counter(max_rows)
     past, known, files = history_rows(repo, base_sha, counter)
-    if worktree:
-        precount_worktree(repo, head_sha, known, counter)
+    (precount_worktree if worktree else precount_commit)(repo, head_sha, known, counter)
     head_files = worktree_csvs(repo) if worktree else commit_csvs(repo, head_sha)
     label = "worktree" if worktree else head_sha[:12]
     fresh = head_rows(repo, (base_sha, head_sha), head_files, known, label, counter)

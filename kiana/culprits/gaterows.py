@@ -13,8 +13,9 @@ cut that makes a re-run compare with the rows it replaced.
   ``all_benchmark_data.csv`` was otherwise compared with a session of the cuTile CSV,
   on one workload of four).
 * **Bounded**: more than ``max_rows`` distinct rows stop the gate (:class:`RowLimitError`).
-  The work tree's CSVs are first counted as they stream (:func:`precount_worktree`):
-  the read of a file stops as the count passes the limit, so a 4.9M-row CSV costs the
+  The head's CSVs are first counted as they stream, the work tree's
+  (:func:`precount_worktree`) or a commit's (:func:`precount_commit`, ``--head``): the
+  read of a file stops as the count passes the limit, so a 4.9M-row CSV costs the
   200,000 rows it took to prove it, not its 500 MB.
 """
 
@@ -22,11 +23,12 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from kiana.culprits.headfiles import HeadFiles, stream_lines, worktree_files
+from kiana.culprits.headfiles import HeadFiles, commit_lines, stream_lines, worktree_files
 from kiana.errors import KianaError
 from kiana.importers.git import csv_versions, release_at
 from kiana.importers.liger import NotLigerCsvError, read_rows, text_lines
@@ -140,21 +142,41 @@ def history(repo: Path, base: str, counter: Counter) -> tuple[list[Row | Skipped
 def precount_worktree(repo: Path, head: str, known: set[Key], counter: Counter) -> None:
     """Raise :class:`RowLimitError` as soon as the work tree's CSVs, streamed line by
     line, hold more new distinct rows than :func:`head_rows` would let ``counter`` take,
-    before any file is read whole.  The same count as :func:`head_rows` (rows ``known``
-    does not hold, once each; a file's header without ``liger_version`` takes the
-    release at ``head``), on hashes of the keys: a collision can only count fewer, and
-    :func:`head_rows` then counts exactly.  A file that stops decoding (invalid UTF-8)
-    or outgrows the size cap gives its rows back: the whole read refuses it."""
+    before any file is read whole (:func:`_precount`)."""
     listing = worktree_files(repo)
     if listing is None:
         return
+    _precount(
+        repo, head, {p: partial(stream_lines, f) for p, f in listing[0].items()}, known, counter
+    )
+
+
+def precount_commit(repo: Path, head: str, known: set[Key], counter: Counter) -> None:
+    """:func:`precount_worktree` for the CSVs committed at ``head`` (``--head``): each
+    blob streamed from git, its read stopped (git ended) as the count passes the limit."""
+    with commit_lines(repo, head) as lines:
+        _precount(repo, head, lines, known, counter)
+
+
+def _precount(
+    repo: Path,
+    head: str,
+    files: dict[str, Callable[[], Iterator[str]]],
+    known: set[Key],
+    counter: Counter,
+) -> None:
+    """Count the rows of ``files`` (path -> its lines, read lazily) as :func:`head_rows`
+    counts them (rows ``known`` does not hold, once each; a file's header without
+    ``liger_version`` takes the release at ``head``), on hashes of the keys: a
+    collision can only count fewer, and :func:`head_rows` then counts exactly.  A file
+    that stops decoding (invalid UTF-8) gives its rows back: the whole read refuses it."""
     scratch = Counter(counter.max_rows)
     scratch.rows = counter.rows
     seen: set[int] = set()
-    for path, file in listing[0].items():
+    for path, open_lines in files.items():
         mine: set[int] = set()
         try:
-            lines = stream_lines(file)
+            lines = open_lines()
             first = next(lines, "")
             release = None if "liger_version" in first else release_at(repo, head)
             found = iter_text_rows(_chain(first, lines), path, path, None, release)

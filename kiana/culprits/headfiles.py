@@ -12,8 +12,12 @@ folder outside the repository, a name may hold a newline.  So:
 * at a commit, ``git ls-tree -z`` gives each entry's mode: a link (``120000``) or a
   submodule is refused the same way, ``benchmark`` and ``benchmark/data`` included (a
   committed ``benchmark -> bench2`` is refused as the work tree refuses it); blobs are
-  read by id (:mod:`kiana.importers.gitread`) as bytes and decoded as a file on disk is
+  read by id (:mod:`kiana.importers.gitblobs`) as bytes and decoded as a file on disk is
   (:func:`kiana.importers.liger.decode_csv`): invalid UTF-8 is refused in both.
+
+Both sides are also given as lines read lazily (:func:`stream_lines`,
+:func:`commit_lines`), for the gate's count before any file is read whole (``--max-rows``
+stops a 2M-row CSV, on disk or committed, after the rows it took to prove it).
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ from __future__ import annotations
 import io
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from kiana.errors import InputError
-from kiana.importers.gitread import git, parse_tree, read_blob_bytes, refusal, tree_entries
+from kiana.importers.gitblobs import Blobs, read_blob_bytes
+from kiana.importers.gitread import git, parse_tree, refusal, tree_entries
 from kiana.importers.liger import MAX_CSV_BYTES, decode_csv, read_csv_file
 from kiana.safe import terminal
 
@@ -146,11 +153,12 @@ def _refused_tree_folder(repo: Path, commit: str) -> str | None:
     return None
 
 
-def commit_csvs(repo: Path, commit: str) -> HeadFiles:
-    """``benchmark/data/*.csv`` as committed at ``commit`` (module docstring)."""
+def _commit_listing(repo: Path, commit: str) -> tuple[dict[str, str], list[str]]:
+    """The regular ``benchmark/data/*.csv`` at ``commit`` (path -> blob id) and what was
+    refused listing them (module docstring)."""
     why = _refused_tree_folder(repo, commit)
     if why is not None:
-        return HeadFiles({}, (terminal(why),))
+        return {}, [why]
     entries = list(tree_entries(repo, commit, DATA))
     refused = [
         f"{path}: {why}"
@@ -160,6 +168,12 @@ def commit_csvs(repo: Path, commit: str) -> HeadFiles:
     wanted = {
         path: blob for path, mode, blob in entries if _is_csv(path) and not refusal(path, mode)
     }
+    return wanted, refused
+
+
+def commit_csvs(repo: Path, commit: str) -> HeadFiles:
+    """``benchmark/data/*.csv`` as committed at ``commit`` (module docstring)."""
+    wanted, refused = _commit_listing(repo, commit)
     blobs = read_blob_bytes(repo, wanted.values(), MAX_CSV_BYTES)
     texts = {}
     for path, blob in wanted.items():
@@ -172,3 +186,25 @@ def commit_csvs(repo: Path, commit: str) -> HeadFiles:
         except UnicodeDecodeError as exc:
             refused.append(f"{path}: not UTF-8 (byte {exc.start:,})")
     return HeadFiles(texts, tuple(terminal(r) for r in refused))
+
+
+@contextmanager
+def commit_lines(repo: Path, commit: str) -> Iterator[dict[str, Callable[[], Iterator[str]]]]:
+    """Each regular ``benchmark/data/*.csv`` at ``commit`` (path -> its lines), as
+    :func:`stream_lines` gives a work-tree file's: read lazily from one ``git cat-file
+    --batch`` (the reader stops the read when it stops iterating), decoded as
+    :func:`commit_csvs` decodes (UTF-8, a BOM dropped: :class:`UnicodeDecodeError` at
+    the first invalid byte), no lines for a blob over the size cap.  Leaving the block
+    ends git (killed if a read stopped early); the whole read refuses and names what
+    these lines leave out."""
+    wanted, _ = _commit_listing(repo, commit)
+    with Blobs(repo, MAX_CSV_BYTES) as reader:
+        yield {path: partial(_blob_lines, reader, blob) for path, blob in wanted.items()}
+
+
+def _blob_lines(reader: Blobs, blob: str) -> Iterator[str]:
+    raw = reader.open(blob)
+    if raw is None:
+        return
+    with io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
+        yield from text

@@ -175,7 +175,8 @@ def tree(repo: Path, commit: str, under: str = "src/liger_kernel") -> frozenset[
 def show(repo: Path, commit: str, path: str) -> str | None:
     """``path`` as it was at ``commit`` when it is a regular file there; None when it
     did not exist or is a link or a submodule (never followed)."""
-    from kiana.importers.gitread import REGULAR_MODES, read_blobs, tree_entries
+    from kiana.importers.gitblobs import read_blobs
+    from kiana.importers.gitread import REGULAR_MODES, tree_entries
 
     for name, mode, blob in tree_entries(repo, commit, path):
         if name == path and mode in REGULAR_MODES:

@@ -22,7 +22,8 @@ Two ways in:
 
 * :func:`git_files`: every version of the files on ``gh-pages`` (``origin/gh-pages``
   in a clone) and on any ref named (``kiana import liger --git REPO --ref REF``): the
-  ``git log -z --raw`` and ``git cat-file --batch`` of :mod:`kiana.importers.gitread`,
+  ``git log -z --raw`` of :mod:`kiana.importers.gitread` and ``git cat-file --batch`` of
+  :mod:`kiana.importers.gitblobs`,
   each distinct (path, blob) read once (the branch deletes and restores them on every
   docs deploy);
 * :func:`dir_files`: a checkout of the branch, or its ``benchmarks`` folder
@@ -42,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiana.errors import InputError
+from kiana.importers.gitblobs import read_blobs
 from kiana.importers.gitread import (
     REGULAR_MODES,
-    read_blobs,
     refusal,
     resolve_commits,
     touched_files,

@@ -38,10 +38,10 @@ from packaging.version import InvalidVersion, Version
 
 from kiana.errors import InputError
 from kiana.importers.ci import CiRows
+from kiana.importers.gitblobs import read_blobs
 from kiana.importers.gitread import (
     REGULAR_MODES,
     git,
-    read_blobs,
     refusal,
     shallow_warning,
     touched_files,

@@ -2,8 +2,8 @@
 
 Everything here reads git's machine formats: NUL-separated output (``-z``), so a file
 name with non-ASCII characters, quotes or a newline is read as it is (git's quoted
-output would name another file); blobs by their object id through one ``git cat-file
---batch`` (``git show REV:PATH`` parses the path); modes, so a symbolic link or a
+output would name another file); blobs by their object id
+(:mod:`kiana.importers.gitblobs`); modes, so a symbolic link or a
 submodule committed where a CSV should be is named and never read as one.  No network:
 every command reads the local object database.
 
@@ -89,69 +89,6 @@ def parse_tree(out: str) -> list[tuple[str, str, str]]:
     return entries
 
 
-class Blobs:
-    """Blobs by object id through one ``git cat-file --batch`` process (a context
-    manager).  :meth:`read` gives the text (UTF-8, bad bytes replaced, a BOM dropped:
-    the trusted history), :meth:`read_bytes` the bytes; either None for an object that
-    is missing, not a blob, or larger than ``limit``."""
-
-    def __init__(self, repo: Path, limit: int) -> None:
-        self.limit = limit
-        try:
-            self._process = subprocess.Popen(
-                ["git", "-C", str(repo), "cat-file", "--batch"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except FileNotFoundError:
-            raise InputError("git is not installed", hint="install git") from None
-
-    def __enter__(self) -> Blobs:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        process = self._process
-        if process.stdin is not None and not process.stdin.closed:
-            process.stdin.close()
-        if process.stdout is not None:
-            process.stdout.close()
-        process.wait()
-
-    def read(self, blob: str) -> str | None:
-        data = self.read_bytes(blob)
-        return None if data is None else data.decode("utf-8", "replace").removeprefix("\ufeff")
-
-    def read_bytes(self, blob: str) -> bytes | None:
-        """The blob's bytes as committed (None: missing, not a blob, over the limit)."""
-        process = self._process
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(blob.encode("ascii", "replace") + b"\n")
-        process.stdin.flush()
-        header = process.stdout.readline().decode("ascii", "replace").split()
-        if len(header) != 3 or header[1] != "blob" or not header[2].isdigit():
-            return None
-        size = int(header[2])
-        if size > self.limit:
-            _discard(process.stdout, size + 1)
-            return None
-        data = process.stdout.read(size)
-        process.stdout.read(1)  # the newline after the content
-        return data
-
-
-def _discard(stream: object, size: int) -> None:
-    read = getattr(stream, "read")  # noqa: B009 - a binary stream
-    while size > 0:
-        chunk = read(min(size, 1 << 20))
-        if not chunk:
-            return
-        size -= len(chunk)
-
-
 def is_shallow(repo: Path) -> bool:
     """Whether ``repo`` is a shallow clone (its history is cut at some commits)."""
     out = git(repo, "rev-parse", "--is-shallow-repository", check=False)
@@ -189,19 +126,6 @@ def tree_entries(repo: Path, commit: str, under: str) -> Iterator[tuple[str, str
     """(path, mode, object id) of every entry under ``under`` at ``commit``."""
     out = git(repo, "ls-tree", "-r", "-z", "--full-tree", commit, "--", under, check=False)
     yield from parse_tree(out)
-
-
-def read_blobs(repo: Path, blobs: Iterable[str], limit: int) -> dict[str, str | None]:
-    """The text of each blob (None: missing or larger than ``limit``)."""
-    with Blobs(repo, limit) as reader:
-        return {blob: reader.read(blob) for blob in dict.fromkeys(blobs)}
-
-
-def read_blob_bytes(repo: Path, blobs: Iterable[str], limit: int) -> dict[str, bytes | None]:
-    """The bytes of each blob (None: missing or larger than ``limit``), for a reader that
-    decodes them as it decodes a file (:func:`kiana.culprits.headfiles.decode_csv`)."""
-    with Blobs(repo, limit) as reader:
-        return {blob: reader.read_bytes(blob) for blob in dict.fromkeys(blobs)}
 
 
 def resolve_commits(repo: Path, names: Iterable[str]) -> dict[str, str | None]:
