@@ -10,9 +10,9 @@ same versions and days); and the steps before and after it in its series (an out
 is a session off and back).  Everything but the neighbours is keyed by the days of its
 two sessions, so a *day* is the unit of the cut.  Per kernel with new runs (given its
 GPU's calibration, nothing else crosses kernels; one cut for every kernel of a GPU
-with a partition without baselines, whose GPU-wide control does, or with runs of the
-code under test recorded at a Liger commit, whose toolchain control does:
-:mod:`kiana.stats.toolchain`), with ``t`` the
+with a partition without baselines, whose GPU-wide control does, or, with the kernels' code
+changes known, with runs of the code under test recorded at a Liger commit, whose
+toolchain control does: :mod:`kiana.stats.toolchain`), with ``t`` the
 first new run (or the start of the stored session it joins):
 
 * ``D``: midnight of the earliest of ``t`` and, in every series with new runs, the
@@ -157,11 +157,20 @@ WHERE r.gpu IN (SELECT unnest($gpus)) AND r.role = 'subject' AND l.key = 'liger_
 """
 
 
+def _kernels_known(code_changes: CodeChanges | None) -> bool:
+    """Whether ``code_changes`` says where the code under test changed (what the
+    toolchain control needs, :mod:`kiana.stats.toolchain`)."""
+    from kiana.stats.unstable import KernelChanges
+
+    return isinstance(code_changes, KernelChanges)
+
+
 def cuts(
     con: duckdb.DuckDBPyConnection,
     fresh: pl.DataFrame,
     gpus: list[str],
     options: JudgeOptions,
+    kernels_known: bool = False,
 ) -> pl.DataFrame:
     """``(D, D2)`` of the module docstring per kernel with new runs of each of ``gpus``
     (every kernel of a GPU with a partition without baselines, whose GPU-wide control
@@ -183,7 +192,8 @@ def cuts(
     ).fetchall()}  # fmt: skip
     chosen = [g for g in gpus if g in stored and g not in disordered and g not in unstable]
     together = {g for (g,) in con.execute(_UNCONTROLLED_SQL, {"gpus": chosen}).fetchall()}
-    together |= {g for (g,) in con.execute(_SITTINGS_SQL, {"gpus": chosen}).fetchall()}
+    if kernels_known:  # the toolchain control needs the kernels' code changes
+        together |= {g for (g,) in con.execute(_SITTINGS_SQL, {"gpus": chosen}).fetchall()}
     known: dict[str, set[str]] = {}
     for g, k in con.execute(
         "SELECT DISTINCT gpu, kernel FROM judged_points WHERE gpu IN (SELECT unnest($gpus))",
@@ -280,7 +290,8 @@ def update(
     with duckdb_share(con, UPDATE_SHARE):  # restored after, on a failure too
         con.execute("BEGIN TRANSACTION")
         try:
-            found = cuts(con, fresh, [g for g in gpus if g in known and SPLICE], options)
+            chosen = [g for g in gpus if g in known and SPLICE]
+            found = cuts(con, fresh, chosen, options, _kernels_known(code_changes))
             spliced: list[str] = []
             if found.height:
                 window = window_runs(con, found, options)

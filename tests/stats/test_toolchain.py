@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import statistics
+from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -168,3 +170,81 @@ def test_what_is_left_beyond_the_common_move_may_still_lean() -> None:
                       pl.col("to_origin").str.starts_with("c14:"))  # fmt: skip
     assert (k0["verdict"].item(), k0["basis"].item()) == ("inconclusive", "toolchain")
     assert ": leans regression; " in k0["evidence"].item()
+
+
+def ci_sitting(
+    folder: Path, commit: str, day: int, kernels: tuple[str, ...], factor: float
+) -> None:
+    """``benchmarks/<commit>/benchmark.csv`` of one CI sitting: ``liger`` at ``factor``
+    and a steady ``torch`` for each of ``kernels`` on three workloads (appended)."""
+    header = (
+        "kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,"
+        "x_label,x_value,y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,"
+        "gpu_name,timestamp,liger_version\n"
+    )
+    target = folder / "benchmarks" / commit[:7] / "benchmark.csv"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lines = [] if target.exists() else [header]
+    for k in kernels:
+        for w, x in enumerate((1024, 2048, 4096)):
+            for provider, base in (("liger", 1.0 * factor), ("torch", 1.1)):
+                jitter = 1 + 0.001 * ((day + w + len(k)) % 3 - 1)
+                y = base * (w + 1) * jitter
+                lines.append(
+                    f"{k},{provider},forward,speed,ms,N,size,{x},{y:.6f},{y * 0.999:.6f},"
+                    f'{y * 1.001:.6f},"{{}}",NVIDIA H100 80GB HBM3,'
+                    f"{date(2025, 1, 1) + timedelta(days=day)} 00:{len(k) % 50:02d}:00,0.8.0\n"
+                )
+    with target.open("a") as out:
+        out.write("".join(lines))
+
+
+@pytest.mark.heavy
+def test_an_update_that_brings_a_sittings_kernels_in_two_loads_equals_a_full_judgement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The toolchain control crosses kernels: the last sitting's kernels arrive in two
+    loads (3, then 4 more, every one 5% slower), and after each the stored judgement
+    equals judging every run again (the first three: regressions, then drift)."""
+    import kiana.load
+    from kiana.commands.import_ import import_paths
+    from kiana.culprits.changes import GitCodeChanges
+    from kiana.shards import judge_all
+    from kiana.shards.stored import StoredJudged
+    from kiana.stats import calfit
+    from tests.culprits.test_culprits import LigerRepo
+    from tests.shards.test_incremental import OPTIONS, assert_same
+
+    repo = LigerRepo(tmp_path / "Liger-Kernel")  # four commits, none touching a kernel
+    days = tuple(range(0, 49, 7))  # six sittings, then the seventh in two loads
+    commits = {day: repo.commit({"README.md": f"day {day}\n"}, f"day {day}") for day in days}
+    changes = GitCodeChanges(repo.path)
+    kernels = tuple(f"kernel{i}" for i in range(7))
+    monkeypatch.setattr(calfit, "FULL_STEPS", 100)  # the update may splice
+    con = kiana.load.connect(tmp_path / "kiana.duckdb")
+    verdicts = []
+    try:
+        for n, (part, chosen, factor) in enumerate(
+            [
+                (days[:-1], kernels, 1.0),
+                (days[-1:], kernels[:3], 1.05),
+                (days[-1:], kernels[3:], 1.05),
+            ]
+        ):
+            folder = tmp_path / f"part{n}"
+            for day in part:
+                ci_sitting(folder, commits[day], day, chosen, factor)
+            kiana.load.load_documents(con, import_paths([folder])[0].documents)
+            stored = judge_all(con, OPTIONS, code_changes=changes)
+            whole = judge_all(con, OPTIONS, code_changes=changes, full=True, store=False)
+            assert_same(stored, whole)
+            last = stored.findings.filter(
+                pl.col("provider") == "liger", pl.col("to_session").str.starts_with("2025-02-12")
+            )
+            verdicts.append(sorted(set(last["verdict"])))
+            if n:
+                assert isinstance(stored, StoredJudged)
+                assert "1 GPU(s) from their newest sessions" in stored.note, stored.note
+    finally:
+        con.close()
+    assert verdicts == [[], ["regression"], ["drift"]]
