@@ -16,6 +16,7 @@ added, ``-tp1``: removed), which the sentence names ("workload renamed: 6 series
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,14 +76,19 @@ class Coverage:
         return head + self._renamed() + ("; not compared: " + ", ".join(rest) if rest else "")
 
     def _renamed(self) -> str:
-        """``; workload renamed: 6 series continued (megatron_cross_entropy +tp1)``"""
-        if not self.renamed:
-            return ""
-        shown = [terminal(name, limit=RENAMED_SHOWN_CHARS) for name in list(self.renamed)[:3]]
-        more = len(self.renamed) - len(shown)
-        named = ", ".join(shown) + (f" and {more:,} more" if more else "")
-        total = sum(self.renamed.values())
-        return f"; workload renamed: {total:,} series continued ({named})"
+        return renamed_clause(self.renamed)
+
+
+def renamed_clause(renamed: Mapping[str, int]) -> str:
+    """``; workload renamed: 6 series continued (megatron_cross_entropy +tp1)``, names
+    escaped and cut (:func:`kiana.safe.text.terminal`), three at most; "" for none."""
+    counted = {str(k): int(n) for k, n in renamed.items() if isinstance(n, int) and n > 0}
+    if not counted:
+        return ""
+    shown = [terminal(name, limit=RENAMED_SHOWN_CHARS) for name in list(counted)[:3]]
+    more = len(counted) - len(shown)
+    named = ", ".join(shown) + (f" and {more:,} more" if more else "")
+    return f"; workload renamed: {sum(counted.values()):,} series continued ({named})"
 
 
 #: Longest kernel and part name a coverage sentence shows of one rename.
