@@ -8,6 +8,7 @@ from typing import Any
 
 from kiana.harness import display_name
 from kiana.report.data import ReportData, coverage, findings_listing, versions_frame
+from kiana.stats.coverage import renamed_clause
 from kiana.vocabulary import VERDICTS
 
 
@@ -57,6 +58,9 @@ def coverage_text(found: Mapping[str, Any] | None) -> str | None:
     partitions, compared = found.get("partitions"), found.get("partitions_compared")
     if isinstance(partitions, int) and isinstance(compared, int):
         text += f" ({compared:,} of {partitions:,} partitions)"
+    renamed = found.get("renamed")
+    if isinstance(renamed, Mapping):
+        text += renamed_clause(renamed)
     reasons = found.get("not_compared")
     if isinstance(reasons, Mapping):
         counted = sorted(

@@ -42,7 +42,9 @@ are placed by time, across kernels), or whose stored series are not in time orde
 later label measured earlier: the window cannot tell where new points go); and every
 GPU judged with ``--baseline`` (every session against one: a whole series); and a GPU
 with an unstable series, stored or in its window (:mod:`kiana.stats.unstable`: a verdict on
-a series' whole history, which a window of its last sessions cannot give).
+a series' whole history, which a window of its last sessions cannot give); and a GPU with a
+renamed workload, stored, in its window, or possible with its new runs (a new slug one
+part away from a stored one: :func:`renamed_gpus`, :mod:`kiana.stats.renames`).
 """
 
 from __future__ import annotations
@@ -191,6 +193,8 @@ def cuts(
         "SELECT DISTINCT gpu FROM judged_outliers WHERE kind = 'unstable'"
     ).fetchall()}  # fmt: skip
     chosen = [g for g in gpus if g in stored and g not in disordered and g not in unstable]
+    renamed = renamed_gpus(con, fresh, chosen)
+    chosen = [g for g in chosen if g not in renamed]
     together = {g for (g,) in con.execute(_UNCONTROLLED_SQL, {"gpus": chosen}).fetchall()}
     if kernels_known:  # the toolchain control needs the kernels' code changes
         together |= {g for (g,) in con.execute(_SITTINGS_SQL, {"gpus": chosen}).fetchall()}
@@ -218,6 +222,40 @@ def cuts(
         con.unregister("kiana_groups")
         con.unregister("kiana_fresh")
     return found.select(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items())
+
+
+def renamed_gpus(con: duckdb.DuckDBPyConnection, fresh: pl.DataFrame, gpus: list[str]) -> set[str]:
+    """The ``gpus`` with a stored workload rename, or whose new runs (``fresh``) bring a
+    partition whose slug is a stored one of its kernel and pass with one part added or
+    taken off (:func:`kiana.stats.renames.related`): a rename is a verdict on a
+    series' whole history (:mod:`kiana.stats.renames`), which a window may not hold."""
+    from kiana.stats.renames import related
+
+    listed = {"gpus": gpus}
+    found = {str(g) for (g,) in con.execute(
+        "SELECT DISTINCT gpu FROM judged_renames WHERE gpu IN (SELECT unnest($gpus))", listed
+    ).fetchall()}  # fmt: skip
+    known: dict[tuple[str, str, str], set[str]] = {}
+    ids: set[str] = set()
+    for gpu, kernel, pass_, workload, pid in con.execute(
+        'SELECT DISTINCT gpu, kernel, "pass", workload, partition_id FROM judged_points '
+        "WHERE gpu IN (SELECT unnest($gpus))",
+        listed,
+    ).fetchall():
+        known.setdefault((str(gpu), str(kernel), str(pass_)), set()).add(str(workload))
+        ids.add(str(pid))
+    new = sorted(set(fresh.filter(pl.col("gpu").is_in(gpus))["partition_id"].to_list()) - ids)
+    if not new:
+        return found
+    for gpu, kernel, pass_, workload in con.execute(
+        'SELECT DISTINCT gpu, kernel, "pass", workload FROM runs '
+        "WHERE partition_id IN (SELECT unnest($p))",
+        {"p": new},
+    ).fetchall():
+        stored = known.get((str(gpu), str(kernel), str(pass_)), set())
+        if any(related(str(workload), w) for w in stored):
+            found.add(str(gpu))
+    return found
 
 
 def window_runs(

@@ -61,9 +61,12 @@ def merge_coverage(parts: list[Coverage]) -> Coverage:
     """The coverage of the union of shards: partitions and series never cross a GPU,
     so every count adds up."""
     reasons: dict[str, int] = {}
+    renamed: dict[str, int] = {}
     for part in parts:
         for reason, count in part.not_compared.items():
             reasons[reason] = reasons.get(reason, 0) + count
+        for name, count in part.renamed.items():
+            renamed[name] = renamed.get(name, 0) + count
     order = [*REASONS, "no step"]
     return Coverage(
         series=sum(p.series for p in parts),
@@ -76,6 +79,7 @@ def merge_coverage(parts: list[Coverage]) -> Coverage:
             r: reasons[r]
             for r in sorted(reasons, key=lambda r: order.index(r) if r in order else len(order))
         },
+        renamed=dict(sorted(renamed.items())),
     )
 
 

@@ -106,6 +106,7 @@ def splice(
         good = [
             g for g in names
             if g in steps and _agrees(judged, cut, g, steps[g]) and not _unstable(judged, g)
+            and not _renamed(judged, g)
         ]  # fmt: skip
     if not good:
         return []
@@ -138,6 +139,12 @@ def _unstable(judged: Window, gpu: str) -> bool:
     the GPU is judged again whole instead."""
     outliers = judged.unit.outliers
     return bool(outliers.filter((pl.col("gpu") == gpu) & (pl.col("kind") == UNSTABLE)).height)
+
+
+def _renamed(judged: Window, gpu: str) -> bool:
+    """Whether the window of ``gpu`` joins a renamed workload (:mod:`kiana.stats.renames`:
+    a verdict on a series' whole history); the GPU is judged again whole instead."""
+    return bool(judged.unit.renames.filter(pl.col("gpu") == gpu).height)
 
 
 class _viewed:

@@ -16,6 +16,7 @@ Tables (created here, beside the loader's, all named ``judged_*``):
                         ``judged_changepoints`` the change points
 ``judged_points``       every session point of every series (level, noise, position)
 ``judged_segments``     each series' change-point search state (:mod:`kiana.shards.creep`)
+``judged_renames``      the workloads joined to a later form (:mod:`kiana.stats.renames`)
 
 A stored judgement is *current* when its key is the one asked for and the database
 holds exactly the loads it rests on (:func:`status`); then it is the judgement of
@@ -70,9 +71,11 @@ if TYPE_CHECKING:
 #: ``unstable`` quality rows too, quality rows carry ``levels`` and ``switches``.  15: the
 #: noise priors fitted on Liger's CI history (:data:`kiana.stats.calibration.PRIOR`).
 #: 16: a series that moves both ways at the same code is unstable
-#: (:mod:`kiana.stats.unstable`); a change that every untouched kernel of its provider
-#: made is ``drift`` (:mod:`kiana.stats.toolchain`).
-STORE_VERSION = 16
+#: (:mod:`kiana.stats.restless`); a change that every untouched kernel of its provider
+#: made is ``drift`` (:mod:`kiana.stats.toolchain`).  17: a workload whose config gained
+#: (or lost) one key at one value keeps its series (:mod:`kiana.stats.renames`):
+#: ``judged_renames``, coverage's ``renamed``.
+STORE_VERSION = 17
 
 
 Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]

@@ -25,6 +25,7 @@ TABLES: dict[str, str] = {
     "judged_steps": "steps", "judged_findings": "findings", "judged_outliers": "outliers",
     "judged_aa": "aa", "judged_points": "points", "judged_segments": "segments",
     "judged_changepoints": "changepoints", "judged_calibration": "calibration",
+    "judged_renames": "renames",
 }  # fmt: skip
 
 
@@ -126,7 +127,7 @@ def finish(
 
 def coverage_of(con: duckdb.DuckDBPyConnection, gpu: str, options: JudgeOptions) -> Coverage:
     """The coverage of one GPU (:func:`kiana.stats.coverage.coverage` of its stored
-    points, steps and A/A steps, and every series of its runs)."""
+    points, steps, A/A steps and renamed workloads, and every series of its runs)."""
     from kiana.stats.coverage import coverage
 
     keys = "partition_id, provider, metric"
@@ -141,4 +142,5 @@ def coverage_of(con: duckdb.DuckDBPyConnection, gpu: str, options: JudgeOptions)
     ).pl()
     aa = con.sql(f"SELECT DISTINCT {keys} FROM judged_aa WHERE gpu = $g", params=where).pl()
     runs = con.sql(f"SELECT DISTINCT {keys}, role FROM runs WHERE gpu = $g", params=where).pl()
-    return coverage(points, steps, options, runs, reruns=aa)
+    renames = con.sql("SELECT * FROM judged_renames WHERE gpu = $g", params=where).pl()
+    return coverage(points, steps, options, runs, reruns=aa, renames=renames)

@@ -63,6 +63,8 @@ class Unit:
     changepoints: pl.DataFrame
     calibration: pl.DataFrame
     gpus: pl.DataFrame
+    #: The workloads joined to a later form (:func:`kiana.stats.renames.find`).
+    renames: pl.DataFrame
 
 
 def stage_of(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges | None) -> _Stage:
@@ -103,6 +105,7 @@ def judge_unit(
         changepoints=changepoint_rows(heads, values, found),
         calibration=(cal or Calibration.empty()).frame,
         gpus=gpu_rows(stage),
+        renames=stage.renames,
     )
     return judgement, unit
 

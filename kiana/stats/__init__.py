@@ -35,6 +35,7 @@ says what it decides and on what reference):
 
 1. :mod:`~kiana.stats.options` (the knobs), :mod:`~kiana.stats.versions` (the order of
    labels), :mod:`~kiana.stats.sessions` (which runs were measured together),
+   :mod:`~kiana.stats.renames` (a workload whose config gained a key keeps its series),
    :mod:`~kiana.stats.series` (one provider's sessions in a partition);
 2. noise, measured on the data: :mod:`~kiana.stats.noise` (within a session),
    :mod:`~kiana.stats.nullsamples` (the steps where nothing changed),
@@ -65,7 +66,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.stats import bridges, restless, toolchain, unstable
+from kiana.stats import bridges, renames, restless, toolchain, unstable
 from kiana.stats.calfit import earliest, fit, state_factors
 from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
@@ -149,17 +150,21 @@ def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
 
 @dataclass(frozen=True)
 class _Stage:
-    """The judge's first stages: every session point, the judged points, the steps."""
+    """The judge's first stages: every session point, the judged points, the steps, and
+    the workloads joined to a later form (:mod:`kiana.stats.renames`)."""
 
     frame: pl.DataFrame
     versions: pl.DataFrame
     all_points: pl.DataFrame
     points: pl.DataFrame
     steps: pl.DataFrame
+    renames: pl.DataFrame
 
 
 def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges | None) -> _Stage:
     frame = judgeable(runs, options.session_gap)
+    joined = renames.find(frame)
+    frame = renames.apply(frame, joined)
     versions = version_table(frame)
     all_points = points(
         frame, gpu_version_ranks(frame), gross_change=options.gross_change,
@@ -175,7 +180,7 @@ def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges 
     steps = pair_points(pts, options)
     steps = mark_changes(mark_reruns(steps, options.session_gap), code_changes)
     steps = unstable.mark_kernel_changes(steps, code_changes)
-    return _Stage(frame, versions, all_points, pts, steps)
+    return _Stage(frame, versions, all_points, pts, steps, joined)
 
 
 def calibrate(
@@ -276,7 +281,7 @@ def judge_stage(
         changepoints=_no_nan(cps),
         versions=stage.versions,
         runs_judged=stage.frame.height,
-        coverage=coverage(stage.all_points, steps, options, runs, reruns=aa),
+        coverage=coverage(stage.all_points, steps, options, runs, reruns=aa, renames=stage.renames),
         quality=_quality(stage, outliers, shaky, aa),
         tradeoffs=_no_nan(_tradeoffs(found, options.session_gap)),
         calibration=calibration,

@@ -7,16 +7,24 @@ judged; one of an unstable sweep series (two levels, :mod:`kiana.stats.unstable`
 could not be judged; one whose only step is an A/A pair (the same code measured twice,
 :mod:`kiana.stats.reruns`) was measured, not compared; with ``--baseline`` a series
 without a session of that version has no step.
+
+A series continued across a workload rename (a config key added or removed at one value,
+:mod:`kiana.stats.renames`) is one series: its two slugs are counted once, and
+``renamed`` says how many series were joined so, by kernel and slug part (``+tp1``:
+added, ``-tp1``: removed), which the sentence names ("workload renamed: 6 series continued (...)").
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
+from kiana.safe.text import terminal
 from kiana.stats.options import JudgeOptions
+from kiana.stats.renames import renamed_ids
 from kiana.vocabulary import SERIES_KEYS, subject_expr
 
 #: Reasons a series was not compared, in the order they are checked.
@@ -42,6 +50,9 @@ class Coverage:
     subject_series: int
     subject_compared: int
     not_compared: dict[str, int] = field(default_factory=dict)
+    #: Series continued across a workload rename, by ``"<kernel> +<part>"`` (added) or
+    #: ``"<kernel> -<part>"`` (removed): :mod:`kiana.stats.renames`.
+    renamed: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +63,7 @@ class Coverage:
             "partitions_compared": self.partitions_compared,
             "subject_series": self.subject_series,
             "subject_compared": self.subject_compared,
+            "renamed": dict(self.renamed),
         }
 
     def sentence(self) -> str:
@@ -61,7 +73,26 @@ class Coverage:
             f"({self.partitions_compared:,} of {self.partitions:,} partitions)"
         )
         rest = [f"{n:,} {reason}" for reason, n in self.not_compared.items() if n]
-        return head + ("; not compared: " + ", ".join(rest) if rest else "")
+        return head + self._renamed() + ("; not compared: " + ", ".join(rest) if rest else "")
+
+    def _renamed(self) -> str:
+        return renamed_clause(self.renamed)
+
+
+def renamed_clause(renamed: Mapping[str, int]) -> str:
+    """``; workload renamed: 6 series continued (megatron_cross_entropy +tp1)``, names
+    escaped and cut (:func:`kiana.safe.text.terminal`), three at most; "" for none."""
+    counted = {str(k): int(n) for k, n in renamed.items() if isinstance(n, int) and n > 0}
+    if not counted:
+        return ""
+    shown = [terminal(name, limit=RENAMED_SHOWN_CHARS) for name in list(counted)[:3]]
+    more = len(counted) - len(shown)
+    named = ", ".join(shown) + (f" and {more:,} more" if more else "")
+    return f"; workload renamed: {sum(counted.values()):,} series continued ({named})"
+
+
+#: Longest kernel and part name a coverage sentence shows of one rename.
+RENAMED_SHOWN_CHARS = 80
 
 
 def coverage(
@@ -71,11 +102,15 @@ def coverage(
     runs: pl.DataFrame,
     *,
     reruns: pl.DataFrame | None = None,
+    renames: pl.DataFrame | None = None,
 ) -> Coverage:
     """Count the series of ``runs``, those with a step, and the reasons of the rest.
     ``points``: every session point, conflicting ones included; ``reruns``: the A/A
-    steps (left out of ``steps``)."""
+    steps (left out of ``steps``); ``renames``: the workloads joined to a later form
+    (:func:`kiana.stats.renames.find`: ``runs`` carry their own partitions)."""
     keys = list(SERIES_KEYS)
+    joined = _renamed_series(runs, renames)
+    runs = renamed_ids(runs.select(*keys, "role"), renames)
     every = runs.group_by(keys).agg(subject_expr().any().alias("_subject"))
     per_series = points.group_by(keys).agg(
         pl.len().alias("_sessions"),
@@ -126,4 +161,20 @@ def coverage(
         subject_series=int(table["_subject"].sum()),
         subject_compared=int((table["_subject"] & table["_compared"]).sum()),
         not_compared=ordered,
+        renamed=joined,
     )
+
+
+def _renamed_series(runs: pl.DataFrame, renames: pl.DataFrame | None) -> dict[str, int]:
+    """Per ``"<kernel> +<part>"``, the series that have runs of both forms."""
+    if renames is None or renames.height == 0:
+        return {}
+    series = runs.select("partition_id", "provider", "metric").unique()
+    both = (
+        series.join(renames, left_on="partition_id", right_on="from_partition")
+        .join(series, left_on=["to_partition", "provider", "metric"],
+              right_on=["partition_id", "provider", "metric"], how="semi")
+    )  # fmt: skip
+    named = pl.col("kernel") + pl.when("added").then(pl.lit(" +")).otherwise(pl.lit(" -"))
+    counts = both.group_by((named + pl.col("part")).alias("name")).len().sort("name")
+    return {str(k): int(n) for k, n in counts.iter_rows()}

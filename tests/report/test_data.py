@@ -17,6 +17,7 @@ from kiana.findings.wording import step_label
 from kiana.load import quality
 from kiana.report import ReportData, coverage_line, headline, render
 from kiana.report.data import coverage, gather, not_judged
+from kiana.report.text import coverage_text
 from kiana.stats import Judgement
 from kiana.stats.coverage import Coverage
 from tests.report_fixtures import (
@@ -132,3 +133,11 @@ def test_folded_baseline_drift_is_neither_listed_nor_counted() -> None:
     assert own_findings(folded).height == findings.height - 1
     assert sort_findings(folded).height == findings.height - 1
     assert own_findings(findings).height == findings.height  # no column: nothing folded
+
+
+def test_coverage_names_a_renamed_workload() -> None:
+    found = {"series": 12, "compared": 12, "renamed": {"megatron_cross_entropy +tp1": 12}}
+    assert coverage_text(found) == (
+        "compared 12 of 12 series; workload renamed: 12 series continued "
+        "(megatron_cross_entropy +tp1)"
+    )
