@@ -74,8 +74,9 @@ if TYPE_CHECKING:
 #: (:mod:`kiana.stats.restless`); a change that every untouched kernel of its provider
 #: made is ``drift`` (:mod:`kiana.stats.toolchain`).  17: a workload whose config gained
 #: (or lost) one key at one value keeps its series (:mod:`kiana.stats.renames`):
-#: ``judged_renames``, coverage's ``renamed``.
-STORE_VERSION = 17
+#: ``judged_renames``, coverage's ``renamed``.  18: ``unchanged`` needs the sweep's median
+#: workload inside the margin too (:func:`kiana.stats.rules.settled`).
+STORE_VERSION = 18
 
 
 Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]

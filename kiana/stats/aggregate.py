@@ -246,6 +246,7 @@ def aggregate(steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
         pl.col("to_observed_at").min(),
         pl.col("change").median().alias("median_change"),
         pl.col("log_ratio").median().alias("_median_log"),
+        pl.col("adjusted_log_ratio").median().alias("_adj_median_log"),
         pl.col("change").abs().min().alias("_min_abs"),
         pl.col("is_subject").first(),
         pl.col("control_provider").drop_nulls().first().alias("control_provider"),

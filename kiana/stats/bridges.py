@@ -17,8 +17,9 @@ state of that pair of sittings from its own scatter, the same-sitting control, t
 pooled sweep and the rules of :mod:`kiana.stats.sweeps`, with the calibration of the
 GPU (a bridge is a step of the series without ``S``).  A bridge that the rules call a
 regression or an improvement of the code under test is a finding between ``P`` and
-``N`` with ``basis`` ``bridge``: the change happened in one of the two steps, and the
-finding says it cannot tell which ("across S, a session too noisy to place the change
+``N`` with ``basis`` ``bridge``, for a provider whose own two steps through ``S`` were
+such (one whose step there is flagged has placed its change already): the change
+happened in one of the two steps, and the finding says it cannot tell which ("across S, a session too noisy to place the change
 in").  Its culprits are the commits between ``P`` and ``N``.
 
 A bridge spans two steps, so what its control did across it cannot be told apart: a
@@ -89,18 +90,23 @@ def candidates(findings: pl.DataFrame) -> pl.DataFrame:
     # A flagged step places a change there already.
     unplaced = ~pl.col("verdict").is_in(FLAGGED) & ~pl.col("_next_verdict").is_in(FLAGGED)
     unresolved = (pl.col("basis") == "inconclusive") | (pl.col("_next_basis") == "inconclusive")
+    picked = pairs.filter(unplaced & unresolved).select(
+        *SCOPE,
+        "provider",
+        pl.col("from_session").alias("P"),
+        pl.col("to_session").alias("S"),
+        "N",
+        pl.col("from_version").alias("P_version"),
+        pl.col("to_version").alias("S_version"),
+        "N_version",
+    )
+    # Whose own steps could not place it: a provider with a flagged step there has placed
+    # its change already, and its bridge would report that change a second time.
+    providers = picked.group_by(*SCOPE, "P", "S", "N").agg(pl.col("provider").unique().alias("providers"))
     return (
-        pairs.filter(unplaced & unresolved)
-        .select(
-            *SCOPE,
-            pl.col("from_session").alias("P"),
-            pl.col("to_session").alias("S"),
-            "N",
-            pl.col("from_version").alias("P_version"),
-            pl.col("to_version").alias("S_version"),
-            "N_version",
-        )
+        picked.drop("provider")
         .unique([*SCOPE, "S"], keep="first", maintain_order=True)
+        .join(providers, on=[*SCOPE, "P", "S", "N"], how="left", maintain_order="left")
     )
 
 
@@ -205,9 +211,13 @@ def keep(found: pl.DataFrame, cands: pl.DataFrame, options: JudgeOptions) -> pl.
         pl.col("P").alias("from_session"),
         pl.col("N").alias("to_session"),
         session_label(pl.col("S_version"), pl.col("S")).alias("_across"),
-    )
+        pl.col("providers").alias("provider"),
+    ).explode("provider")
     joined = flagged.join(
-        across, on=[*SCOPE, "from_session", "to_session"], how="inner", maintain_order="left"
+        across,
+        on=[*SCOPE, "provider", "from_session", "to_session"],
+        how="inner",
+        maintain_order="left",
     )
     sentence = pl.concat_str(
         pl.lit("across "), pl.col("_across"),

@@ -40,7 +40,8 @@ other.  In order:
                     (:mod:`kiana.stats.aggregate`)
 ``gross``           no noise information, every workload moved ``gross_change`` (25%)
                     the same way: called on size alone
-``unchanged``       the data rule out the threshold (the equivalence rule below), and
+``unchanged``       the data rule out the threshold (the equivalence rule below), the
+                    sweep's median workload stays inside it too (:func:`settled`), and
                     the estimate could have separated ``resolution * threshold`` (9%);
                     the sentence gives the smallest change it would have flagged,
                     ``max(threshold, exp(separation * se) - 1)``
@@ -174,11 +175,16 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
         "adjusted": has_adj, "workloads": pl.lit(None, pl.String),
     }  # fmt: skip
     span = math.log1p(options.resolution * options.threshold)
-    resolvable = (options.separation * basis["se"] <= span).fill_null(False) & equivalent(
-        basis["change"], basis["se"], options
+    median = pl.when(has_adj).then(pl.col("_adj_median_log")).otherwise(pl.col("_median_log"))
+    resolvable = (
+        (options.separation * basis["se"] <= span).fill_null(False)
+        & equivalent(basis["change"], basis["se"], options)
+        & settled(median, options)
     )
-    raw_resolvable = (options.separation * pl.col("raw_se") <= span).fill_null(False) & equivalent(
-        raw, pl.col("raw_se"), options
+    raw_resolvable = (
+        (options.separation * pl.col("raw_se") <= span).fill_null(False)
+        & equivalent(raw, pl.col("raw_se"), options)
+        & settled(pl.col("_median_log"), options)
     )
     who, control = pl.col("provider"), pl.col("control_provider")
     machine = ~subject & ~memory & ~changed  # a baseline whose move is the machine's
@@ -236,7 +242,49 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
         Rule("inconclusive", pl.lit(True), pl.lit("inconclusive"), **basis,
              sentence=pl.when(pl.col("workloads_with_noise") == 0).then(pl.lit("no noise information on any workload"))
              .otherwise(_text("too uncertain: ", _est(basis["change"], basis["se"]), f" cannot rule out a {t} change",
-                              _lean_clause(basis["change"], basis["se"])))),
+                              _lean_clause(basis["change"], basis["se"]), _split_clause(median, basis["change"], options)))),
+    )  # fmt: skip
+
+
+def settled(median: pl.Expr, options: JudgeOptions) -> pl.Expr:
+    """True where the sweep's median workload (its log ratio, on the finding's basis) stays
+    inside the equivalence margin ``ln(1 + threshold)``, or where there is none.
+
+    The pooled estimate weighs each workload by ``1 / (s_i^2 + tau^2)``, and
+    DerSimonian-Laird's ``tau^2`` is known to fall short when the workloads' noises are
+    unequal (Veroniki et al. 2016, "Methods to estimate the between-study variance and
+    its uncertainty in meta-analysis", Research Synthesis Methods 7): a few precise
+    workloads that stayed then outweigh the many that moved.  Liger's CI history has 70
+    such findings that were ``unchanged`` with the median workload 10% or more away, for
+    example llama4_rope backward on the H100, 2025-10-17 -> 10-24: "-0.2% ± 1.7%",
+    median workload +46%.  The data do not rule out the threshold there; the median
+    (breakdown point one half) says so without a model of the scatter.
+
+    >>> import polars as pl
+    >>> from kiana.stats.options import JudgeOptions
+    >>> pl.select(settled(pl.lit(0.38), JudgeOptions())).item()
+    False
+    >>> pl.select(settled(pl.lit(0.01), JudgeOptions())).item()
+    True
+    """
+    return (median.abs() < math.log1p(options.threshold)).fill_null(True)
+
+
+def split(median: pl.Expr, mu: pl.Expr, options: JudgeOptions) -> pl.Expr:
+    """True where the workloads disagree with their pooled estimate ``mu``: it lies inside
+    the margin and the median workload beyond it (:func:`settled`).  More runs of each
+    workload do not bring them together: no reruns are promised there."""
+    return ~settled(median, options) & (mu.abs() < math.log1p(options.threshold)).fill_null(False)
+
+
+def _split_clause(median: pl.Expr, mu: pl.Expr, options: JudgeOptions) -> pl.Expr:
+    """``; its median workload moved +46%: the workloads disagree, ...`` where they do
+    (:func:`split`), empty otherwise."""
+    return (
+        pl.when(~split(median, mu, options))
+        .then(pl.lit(""))
+        .otherwise(_text("; its median workload moved ", pct(median.exp() - 1.0),
+                         ": the workloads disagree, the most precise ones stayed"))
     )  # fmt: skip
 
 

@@ -41,7 +41,7 @@ from kiana.stats.aggregate import aggregate
 from kiana.stats.evidence import control_clause, finding_noise, fold_baselines
 from kiana.stats.options import JudgeOptions
 from kiana.stats.pooling import KEYS, sign_confidence
-from kiana.stats.rules import pick_rule, rules
+from kiana.stats.rules import pick_rule, rules, split
 from kiana.stats.unstable import finding_marks
 from kiana.vocabulary import FINDING_KEYS, verdict_rank
 
@@ -157,9 +157,11 @@ def _reruns(options: JudgeOptions) -> pl.Expr:
         .then(pl.col("_adj_measured2"))
         .otherwise(pl.col("_raw_measured2"))
     )
+    # Workloads that disagree (the median beyond the margin) are not resolved by reruns.
+    median = pl.when(pl.col("adjusted")).then(pl.col("_adj_median_log")).otherwise(pl.col("_median_log"))
     return (
         pl.when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable")
-                & (fixed2 < target2) & (noise2 > 0))
+                & (fixed2 < target2) & (noise2 > 0) & ~split(median, pl.col("_log"), options))
         .then((pl.col("_runs") * noise2 / (pl.lit(target2) - fixed2)).ceil())
         .otherwise(None)
     )  # fmt: skip

@@ -142,7 +142,8 @@ def bridge_findings(control_verdict: str) -> pl.DataFrame:
 
 CROSSING = pl.DataFrame(
     {"kernel": ["k"], "pass": ["full"], "gpu": ["g"], "metric": ["latency"], "P": ["s0"],
-     "S": ["s1"], "N": ["s2"], "P_version": ["1"], "S_version": ["2"], "N_version": ["3"]}
+     "S": ["s1"], "N": ["s2"], "P_version": ["1"], "S_version": ["2"], "N_version": ["3"],
+     "providers": [["liger"]]}
 )  # fmt: skip
 
 
@@ -160,3 +161,25 @@ def test_no_bridge_where_its_control_moved_across_it() -> None:
 def test_no_bridge_below_its_separation() -> None:
     weak = bridge_findings("unchanged").with_columns(pl.lit(5.9).alias("severity"))
     assert keep(weak, CROSSING, JudgeOptions()).height == 0
+
+
+def test_no_bridge_for_a_provider_whose_own_step_placed_the_change() -> None:
+    # fused_add_rms_norm backward, H100, CI 2025-07-28 -> 10-10: liger's own step
+    # 08-01 -> 10-10 is a regression; the session was a candidate for its other subject
+    # provider only, and the bridge reported liger's +163% a second time.
+    other = CROSSING.with_columns(pl.lit(["liger_fused_add_rms_norm"]).alias("providers"))
+    assert keep(bridge_findings("unchanged"), other, JudgeOptions()).height == 0
+
+
+def test_a_candidate_names_the_providers_whose_steps_could_not_place_it() -> None:
+    keys = {"kernel": "k", "pass": "full", "gpu": "g", "metric": "latency", "is_subject": True}
+    rows = [
+        {**keys, "provider": p, "from_version": a, "to_version": b, "from_session": a,
+         "to_session": b, "verdict": v, "basis": v}
+        for p, verdicts in (("liger", ("inconclusive", "regression")),
+                            ("liger_other", ("inconclusive", "unchanged")))
+        for (a, b), v in zip((("a", "b"), ("b", "c")), verdicts, strict=True)
+    ]  # fmt: skip
+    got = candidates(pl.DataFrame(rows))
+    assert got.select("P", "S", "N").rows() == [("a", "b", "c")]
+    assert got["providers"].to_list() == [["liger_other"]]

@@ -12,7 +12,7 @@ import pytest
 
 from kiana.stats import JudgeOptions, judge
 from kiana.stats.rules import leaning
-from tests.stats_fixtures import frame, sweep_rows
+from tests.stats_fixtures import frame, run, sweep_rows
 
 OFF = JudgeOptions(calibrate=False)
 
@@ -68,3 +68,29 @@ def test_random_sweeps_never_call_a_reaching_estimate_unchanged() -> None:
         row = _finding(changes, spread=float(rng.uniform(0.005, 0.06)))
         if row["verdict"] == "unchanged":
             assert abs(math.log1p(row["change"])) + row["change_se"] < math.log1p(0.03)
+
+
+def _split_finding() -> dict[str, Any]:
+    """Three precise workloads that stayed and four noisy ones that moved +40% together
+    (llama4_rope backward on the H100, CI 2025-10-17 -> 10-24: "-0.2% ± 1.7%", the
+    median workload +46%)."""
+    rows: list[dict[str, Any]] = []
+    for w, (change, spread) in enumerate([(0.0, 0.001)] * 3 + [(0.40, 0.2)] * 4):
+        common = {"workload": f"w{w}", "spread": spread, "provider": "liger", "minute": w}
+        rows.append(run("0.7.0", 100.0 * (w + 1), day=1, **common))
+        rows.append(run("0.8.0", 100.0 * (w + 1) * (1 + change), day=9, **common))
+    found = judge(frame(rows), OFF).findings
+    row: dict[str, Any] = found.row(0, named=True)
+    return row
+
+
+def test_a_sweep_whose_median_workload_moved_is_never_unchanged() -> None:
+    row = _split_finding()
+    assert abs(row["change"]) < 0.03 and row["median_change"] > 0.3
+    assert row["verdict"] == "inconclusive"
+
+
+def test_a_split_sweep_says_its_workloads_disagree_and_promises_no_reruns() -> None:
+    row = _split_finding()
+    assert "its median workload moved +40.0%: the workloads disagree" in row["evidence"]
+    assert row["reruns"] is None
