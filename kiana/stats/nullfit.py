@@ -129,17 +129,40 @@ def fine_mode(
 ) -> np.ndarray:
     """The penalised mode on :data:`GRID`, found coarse to fine: on every
     :data:`COARSE`-th scale first, then on the fine scales around each cell's coarse
-    mode (the log likelihood of a scale is unimodal in practice; the tests compare it
-    with the full grid)."""
-    coarse = penalised_mode(cell_sums(cells, n_cells, x, q2, c, share, nu, GRID[::COARSE]),
-                            center, sd, GRID[::COARSE]) * COARSE  # fmt: skip
+    mode.  A unimodal profile has its fine mode there; a cell whose coarse profile has
+    more than one peak (a few precise null samples and a few large ones that may be
+    changes pull two ways) is searched on the whole grid.  The tests compare it with the
+    whole grid."""
+    coarse_grid = GRID[::COARSE]
+    sums = cell_sums(cells, n_cells, x, q2, c, share, nu, coarse_grid)
+    profile = sums - 0.5 * ((np.log(coarse_grid)[None, :] - np.log(center)[:, None]) / sd[:, None]) ** 2
+    coarse = np.argmax(profile, axis=1) * COARSE
     offsets = np.arange(-COARSE, COARSE + 1)
     index = np.clip(coarse[:, None] + offsets[None, :], 0, GRID.size - 1)
     windows = GRID[index]
     sums = cell_sums(cells, n_cells, x, q2, c, share, nu, windows)
     prior = -0.5 * ((np.log(windows) - np.log(center)[:, None]) / sd[:, None]) ** 2
-    best = np.argmax(sums + prior, axis=1)
-    return np.asarray(index[np.arange(n_cells), best])
+    found = index[np.arange(n_cells), np.argmax(sums + prior, axis=1)]
+    multi = np.flatnonzero(_peaks(profile) > 1)
+    if multi.size:
+        keep = np.isin(cells, multi)
+        local = np.full(n_cells, -1, dtype=np.int64)
+        local[multi] = np.arange(multi.size)
+        whole = cell_sums(local[cells[keep]], multi.size, x[keep], q2[keep], c[keep],
+                          share[keep], nu[keep], GRID)  # fmt: skip
+        found[multi] = penalised_mode(whole, center[multi], sd[multi], GRID)
+    return np.asarray(found)
+
+
+def _peaks(profile: np.ndarray) -> np.ndarray:
+    """Local maxima per row of ``profile`` (a plateau counts once, at its left end).
+
+    >>> _peaks(np.array([[0.0, 1.0, 0.0, 2.0, 1.0], [0.0, 1.0, 2.0, 3.0, 4.0]])).tolist()
+    [2, 1]
+    """
+    left = np.concatenate([np.full((profile.shape[0], 1), -np.inf), profile[:, :-1]], axis=1)
+    right = np.concatenate([profile[:, 1:], np.full((profile.shape[0], 1), -np.inf)], axis=1)
+    return np.asarray(((profile > left) & (profile >= right)).sum(axis=1))
 
 
 def penalised_mode(

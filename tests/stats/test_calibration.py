@@ -8,7 +8,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -56,8 +56,18 @@ SAMPLES = st.lists(
 )
 
 
+#: Hypothesis found it: precise null samples pull the scale down, large ones that may be
+#: changes pull it up; the coarse profile has two peaks and the fine search around the
+#: higher coarse one missed the other (0.0011 against 0.072).
+TWO_PEAKS = [(0.0, 0.0, 1.0, False), (0.0, 9.06e-05, 1.0, False), (0.0, 8.6e-05, 1.0, False),
+             (0.0, 5.55e-05, 1.0, False), (0.0, 5.92e-05, 2.0, False), (0.0, 4.53e-06, 2.0, False),
+             (0.125, 0.0, 1.0, True), (0.125, 0.0, 2.0, True), (0.125, 0.0, 2.0, True),
+             (0.19921875, 0.0, 1.0, True), (0.0625, 0.0, 1.0, True)]  # fmt: skip
+
+
 @settings(max_examples=60, deadline=None)
 @given(SAMPLES, st.sampled_from(TAILS), st.sampled_from(SHARES))
+@example(TWO_PEAKS, math.inf, 0.02)
 def test_fixed_tails_fit_matches_the_reference(samples: list, nu: float, share: float) -> None:
     x, q2, c, may = (np.array(v) for v in zip(*samples, strict=True))
     scale, _, _ = fit_cells(
