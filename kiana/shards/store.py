@@ -75,7 +75,9 @@ if TYPE_CHECKING:
 #: made is ``drift`` (:mod:`kiana.stats.toolchain`).  17: a workload whose config gained
 #: (or lost) one key at one value keeps its series (:mod:`kiana.stats.renames`):
 #: ``judged_renames``, coverage's ``renamed``.  18: ``unchanged`` needs the sweep's median
-#: workload inside the margin too (:func:`kiana.stats.rules.settled`).
+#: workload inside the margin too (:func:`kiana.stats.rules.settled`); a restless series
+#: counts the moves of its sweep's median (:func:`kiana.stats.restless.median_move`); a
+#: two-peaked calibration profile is searched on the whole grid (``nullfit.fine_mode``).
 STORE_VERSION = 18
 
 

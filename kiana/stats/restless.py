@@ -11,6 +11,16 @@ moved +7.6%, -7.2%, +5.7% and -6.3% between sittings no commit of Liger's touche
 while ``huggingface`` beside it moved under 2%; ``dyt`` backward +42%, -42%, +22%,
 -21%.  Each move is real for the measurement and none is a change of the code.
 
+A move is a finding of its own, or a step whose sweep's *median* workload moved by at
+least ``resolution * threshold`` (9%) past its control's median while the finding stayed
+unflagged: the pooled estimate is led by the most precise workloads, and a kernel whose
+small workloads sit at a floor of launch overhead moves there while its large ones stay
+(:func:`kiana.stats.rules.settled`).  Liger's ``layer_norm`` backward on the H100 of its
+CI history: its four small workloads sit at 160-270 µs (huggingface takes 60-340 µs
+over the same sweep) and moved +52%, -19%, -58% and +110% between sittings no commit
+touched, while hidden16384 stayed at 520 µs and every step was ``inconclusive`` or a
+``lone`` finding.
+
 This is the two-level rule's empirical counterpart (:mod:`kiana.stats.unstable`): two
 levels need not be far apart in Ashman's sense for a series to come and go (one that
 wanders over several levels has a small D), but its own moves at the same code show
@@ -29,15 +39,42 @@ from __future__ import annotations
 
 import polars as pl
 
+import math
+
+from kiana.stats.options import JudgeOptions
 from kiana.stats.toolchain import finding_changes
 from kiana.stats.unstable import SWEEP, UNSTABLE_COLUMNS, empty
-from kiana.vocabulary import FINDING_KEYS, UNSTABLE
+from kiana.vocabulary import FINDING_KEYS, TOOLCHAIN, UNSTABLE
 
 #: Regressions, and as many improvements, at the same code, at least.
 MIN_MOVES = 2
 
 
-def restless(findings: pl.DataFrame, steps: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
+def median_move(options: JudgeOptions) -> tuple[pl.Expr, pl.Expr]:
+    """``(up, down)``: a finding is a move of its series (module docstring), as a
+    regression or an improvement, or, unflagged, by its sweep's median workload past its
+    control's median by at least ``resolution * threshold``; a change every untouched
+    kernel made (``toolchain``) or the machine's (``drift``) is none.  The second of the
+    pair is the move's size (relative), null for none."""
+    net = (pl.col("median_change") + 1.0).log() - (pl.col("control_change").fill_null(0.0) + 1.0).log()
+    span = math.log1p(options.resolution * options.threshold)
+    unflagged = pl.col("verdict").is_in(["inconclusive", "unchanged"]) & (pl.col("basis") != TOOLCHAIN)
+    up = (pl.col("verdict") == "regression") | (unflagged & (net >= span))
+    down = (pl.col("verdict") == "improvement") | (unflagged & (net <= -span))
+    size = (
+        pl.when(pl.col("verdict").is_in(["regression", "improvement"]))
+        .then(pl.col("change").abs())
+        .when(up | down)
+        .then((net.exp() - 1.0).abs())
+        .otherwise(None)
+    )
+    direction = pl.when(up).then(pl.lit(1)).when(down).then(pl.lit(-1)).otherwise(pl.lit(0))
+    return direction, size
+
+
+def restless(
+    findings: pl.DataFrame, steps: pl.DataFrame, known: pl.DataFrame, options: JudgeOptions
+) -> pl.DataFrame:
     """One row per restless sweep series (module docstring; :data:`UNSTABLE_COLUMNS`)
     not already in ``known`` (the two-level rule's rows); ``steps``: with
     ``kernel_changed`` and ``partition_id``."""
@@ -46,14 +83,15 @@ def restless(findings: pl.DataFrame, steps: pl.DataFrame, known: pl.DataFrame) -
         return empty()
     quiet = findings.join(finding_changes(steps), on=list(FINDING_KEYS), how="inner",
                           nulls_equal=True).filter(pl.col("kernel_changed") == False)  # noqa: E712  # fmt: skip
+    direction, size = median_move(options)
     moves = (
         quiet.join(known.select(by), on=by, how="anti")
+        .with_columns(direction.alias("_dir"), size.alias("_size"))
         .group_by(by, maintain_order=True)
         .agg(
-            (pl.col("verdict") == "regression").sum().cast(pl.Int64).alias("_ups"),
-            (pl.col("verdict") == "improvement").sum().cast(pl.Int64).alias("_downs"),
-            pl.col("change").abs().filter(pl.col("verdict").is_in(["regression", "improvement"]))
-            .max().alias("_reach"),
+            (pl.col("_dir") == 1).sum().cast(pl.Int64).alias("_ups"),
+            (pl.col("_dir") == -1).sum().cast(pl.Int64).alias("_downs"),
+            pl.col("_size").filter(pl.col("_dir") != 0).max().alias("_reach"),
         )
         .filter((pl.col("_ups") >= MIN_MOVES) & (pl.col("_downs") >= MIN_MOVES))
     )  # fmt: skip

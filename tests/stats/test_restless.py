@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
 from kiana.stats import judge
+from tests.stats_fixtures import run
 from tests.stats.test_unstable import LIGER_CI, Commits, sweep, unstable_rows, with_origins
 
 LIGER_REPO = Path(os.environ.get("KIANA_LIGER_REPO", "/work/.mirror/linkedin+Liger-Kernel/repo"))
@@ -45,6 +47,38 @@ def test_two_moves_the_same_way_at_the_same_code_are_not_unstable() -> None:
     assert result.findings.filter(pl.col("provider") == "liger")["verdict"].to_list()[:2] == [
         "regression", "regression"
     ]  # fmt: skip
+
+
+def floor_sweep(floor: list[float]) -> list[dict[str, Any]]:
+    """``liger`` with one large, precise workload that stays at 500 and three small ones
+    at a floor of launch overhead that sits at ``floor`` (noisier), beside a steady
+    ``torch``, one session every three days (layer_norm backward on Liger's H100 CI)."""
+    rows = []
+    for d, level in enumerate(floor):
+        for w, (size, spread) in enumerate([(500.0, 0.001)] + [(level, 0.2)] * 3):
+            jitter = 1 + 0.002 * ((d * 7 + w) % 3 - 1)
+            common = {"workload": f"w{w}", "day": 3 * d}
+            rows.append(run("0.8.0", size * jitter * (1 + 0.01 * w), spread=spread, minute=w, **common))
+            rows.append(run("0.8.0", 60.0 * (w + 1) * jitter, provider="torch", minute=9 + w, **common))  # fmt: skip
+    return rows
+
+
+#: The floor's level wandering over three levels at the same code (no two of Ashman's).
+FLOOR = [160.0 * x for x in (1, 1, 1.3, 1.3, 1, 0.75, 0.75, 1, 1.3)]
+
+
+def test_a_floor_that_moves_both_ways_at_the_same_code_is_unstable() -> None:
+    # No step is flagged (the floor is noisy, the large workload stays): the sweep's
+    # median moves +30%, -23%, -25%, +33% and +30%.
+    result = judge(with_origins(floor_sweep(FLOOR)), code_changes=Commits(set()))
+    rows = unstable_rows(result)
+    assert rows["provider"].to_list() == ["liger"]
+    assert rows["message"].item().startswith("unstable series: moved 5 times")
+
+
+def test_a_floor_that_moves_at_kernel_commits_is_not_unstable() -> None:
+    runs = with_origins(floor_sweep(FLOOR))
+    assert unstable_rows(judge(runs, code_changes=Commits({6, 12, 15, 21, 24}))).height == 0
 
 
 @pytest.mark.skipif(
