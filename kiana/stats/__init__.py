@@ -266,7 +266,9 @@ def judge_stage(
     if options.calibrate and calibration is not None and options.baseline is None:
         found = _with_bridges(found, stage, outliers, calibration, options, shaky)
     found = toolchain.adjust(found, stage.steps, options)
-    wander = restless.restless(found, stage.steps, shaky, options) if options.baseline is None else None
+    wander = (
+        restless.restless(found, stage.steps, shaky, options) if options.baseline is None else None
+    )
     if wander is not None and wander.height:
         shaky = pl.concat([shaky, wander], how="vertical_relaxed")
         steps = restless.mark_steps(steps, wander)

@@ -102,7 +102,9 @@ def candidates(findings: pl.DataFrame) -> pl.DataFrame:
     )
     # Whose own steps could not place it: a provider with a flagged step there has placed
     # its change already, and its bridge would report that change a second time.
-    providers = picked.group_by(*SCOPE, "P", "S", "N").agg(pl.col("provider").unique().alias("providers"))
+    providers = picked.group_by(*SCOPE, "P", "S", "N").agg(
+        pl.col("provider").unique().alias("providers")
+    )
     return (
         picked.drop("provider")
         .unique([*SCOPE, "S"], keep="first", maintain_order=True)

@@ -135,7 +135,9 @@ def fine_mode(
     whole grid."""
     coarse_grid = GRID[::COARSE]
     sums = cell_sums(cells, n_cells, x, q2, c, share, nu, coarse_grid)
-    profile = sums - 0.5 * ((np.log(coarse_grid)[None, :] - np.log(center)[:, None]) / sd[:, None]) ** 2
+    profile = (
+        sums - 0.5 * ((np.log(coarse_grid)[None, :] - np.log(center)[:, None]) / sd[:, None]) ** 2
+    )
     coarse = np.argmax(profile, axis=1) * COARSE
     offsets = np.arange(-COARSE, COARSE + 1)
     index = np.clip(coarse[:, None] + offsets[None, :], 0, GRID.size - 1)

@@ -37,9 +37,9 @@ its row's ``levels`` names the moves, ``ashman_d``, ``low`` and ``high`` are nul
 
 from __future__ import annotations
 
-import polars as pl
-
 import math
+
+import polars as pl
 
 from kiana.stats.options import JudgeOptions
 from kiana.stats.toolchain import finding_changes
@@ -56,9 +56,13 @@ def median_move(options: JudgeOptions) -> tuple[pl.Expr, pl.Expr]:
     control's median by at least ``resolution * threshold``; a change every untouched
     kernel made (``toolchain``) or the machine's (``drift``) is none.  The second of the
     pair is the move's size (relative), null for none."""
-    net = (pl.col("median_change") + 1.0).log() - (pl.col("control_change").fill_null(0.0) + 1.0).log()
+    net = (pl.col("median_change") + 1.0).log() - (
+        pl.col("control_change").fill_null(0.0) + 1.0
+    ).log()
     span = math.log1p(options.resolution * options.threshold)
-    unflagged = pl.col("verdict").is_in(["inconclusive", "unchanged"]) & (pl.col("basis") != TOOLCHAIN)
+    unflagged = pl.col("verdict").is_in(["inconclusive", "unchanged"]) & (
+        pl.col("basis") != TOOLCHAIN
+    )
     up = (pl.col("verdict") == "regression") | (unflagged & (net >= span))
     down = (pl.col("verdict") == "improvement") | (unflagged & (net <= -span))
     size = (

@@ -174,18 +174,9 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
         "se": pl.when(has_adj).then(pl.col("adj_se")).otherwise(pl.col("raw_se")),
         "adjusted": has_adj, "workloads": pl.lit(None, pl.String),
     }  # fmt: skip
-    span = math.log1p(options.resolution * options.threshold)
     median = pl.when(has_adj).then(pl.col("_adj_median_log")).otherwise(pl.col("_median_log"))
-    resolvable = (
-        (options.separation * basis["se"] <= span).fill_null(False)
-        & equivalent(basis["change"], basis["se"], options)
-        & settled(median, options)
-    )
-    raw_resolvable = (
-        (options.separation * pl.col("raw_se") <= span).fill_null(False)
-        & equivalent(raw, pl.col("raw_se"), options)
-        & settled(pl.col("_median_log"), options)
-    )
+    resolvable = _ruled_out(basis["change"], basis["se"], median, options)
+    raw_resolvable = _ruled_out(raw, pl.col("raw_se"), pl.col("_median_log"), options)
     who, control = pl.col("provider"), pl.col("control_provider")
     machine = ~subject & ~memory & ~changed  # a baseline whose move is the machine's
 
@@ -244,6 +235,18 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
              .otherwise(_text("too uncertain: ", _est(basis["change"], basis["se"]), f" cannot rule out a {t} change",
                               _lean_clause(basis["change"], basis["se"]), _split_clause(median, basis["change"], options)))),
     )  # fmt: skip
+
+
+def _ruled_out(mu: pl.Expr, se: pl.Expr, median: pl.Expr, options: JudgeOptions) -> pl.Expr:
+    """The ``unchanged`` rule's condition (module docstring): the estimate could have
+    separated ``resolution * threshold``, it is equivalent to no change, and the sweep's
+    median workload is settled."""
+    span = math.log1p(options.resolution * options.threshold)
+    return (
+        (options.separation * se <= span).fill_null(False)
+        & equivalent(mu, se, options)
+        & settled(median, options)
+    )
 
 
 def settled(median: pl.Expr, options: JudgeOptions) -> pl.Expr:

@@ -158,7 +158,9 @@ def _reruns(options: JudgeOptions) -> pl.Expr:
         .otherwise(pl.col("_raw_measured2"))
     )
     # Workloads that disagree (the median beyond the margin) are not resolved by reruns.
-    median = pl.when(pl.col("adjusted")).then(pl.col("_adj_median_log")).otherwise(pl.col("_median_log"))
+    median = (
+        pl.when(pl.col("adjusted")).then(pl.col("_adj_median_log")).otherwise(pl.col("_median_log"))
+    )
     return (
         pl.when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable")
                 & (fixed2 < target2) & (noise2 > 0) & ~split(median, pl.col("_log"), options))

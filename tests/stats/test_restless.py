@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from kiana.stats import judge
-from tests.stats_fixtures import run
 from tests.stats.test_unstable import LIGER_CI, Commits, sweep, unstable_rows, with_origins
+from tests.stats_fixtures import run
 
 LIGER_REPO = Path(os.environ.get("KIANA_LIGER_REPO", "/work/.mirror/linkedin+Liger-Kernel/repo"))
 
@@ -58,7 +58,9 @@ def floor_sweep(floor: list[float]) -> list[dict[str, Any]]:
         for w, (size, spread) in enumerate([(500.0, 0.001)] + [(level, 0.2)] * 3):
             jitter = 1 + 0.002 * ((d * 7 + w) % 3 - 1)
             common = {"workload": f"w{w}", "day": 3 * d}
-            rows.append(run("0.8.0", size * jitter * (1 + 0.01 * w), spread=spread, minute=w, **common))
+            rows.append(
+                run("0.8.0", size * jitter * (1 + 0.01 * w), spread=spread, minute=w, **common)
+            )
             rows.append(run("0.8.0", 60.0 * (w + 1) * jitter, provider="torch", minute=9 + w, **common))  # fmt: skip
     return rows
 
