@@ -77,7 +77,8 @@ if TYPE_CHECKING:
 #: ``judged_renames``, coverage's ``renamed``.  18: ``unchanged`` needs the sweep's median
 #: workload inside the margin too (:func:`kiana.stats.rules.settled`); a restless series
 #: counts the moves of its sweep's median (:func:`kiana.stats.restless.median_move`); a
-#: two-peaked calibration profile is searched on the whole grid (``nullfit.fine_mode``).
+#: two-peaked calibration profile is searched on the whole grid (``nullfit.fine_mode``);
+#: sessions of two releases that started at the same second have ids of their own.
 STORE_VERSION = 18
 
 

@@ -24,7 +24,8 @@ Nothing falls between one hour and one week, and two hours sits in that empty
 middle with margin on both sides.
 
 A session's id (``session``) is the time of its first run, ``YYYY-MM-DDTHH:MM:SSZ``
-(UTC, whole seconds).  It is shared by every provider and workload of the sitting,
+(UTC, whole seconds), followed by ``~<version>`` where sessions of two version labels
+started at the same second.  It is shared by every provider and workload of the sitting,
 so the Liger provider and its same-session baselines (the controls) carry the same
 session ids, and the workloads of a sweep line up into one finding.
 
@@ -69,7 +70,19 @@ def assign_sessions(runs: pl.DataFrame, gap: timedelta = SESSION_GAP) -> pl.Data
             pl.col("session_start").dt.strftime(SESSION_FORMAT).alias("session"),
         )
         .drop("_session_no")
+        .with_columns(_distinct(pl.col("session")).alias("session"))
     )
+
+
+def _distinct(session: pl.Expr) -> pl.Expr:
+    """The session id, with ``~<version>`` after it where sessions of other version labels
+    of the same kernel, pass, GPU and metric started at the same second (several releases
+    measured in one sitting): each is a session of its own, and an id two of them shared
+    would pair every point of one with every point of the other wherever sessions are
+    joined (a history cloned with shared timestamps had 18 times its steps)."""
+    scope = [c for c in SESSION_SCOPE if c != "version"]
+    clash = pl.col("version").n_unique().over([*scope, "session"]) > 1
+    return pl.when(clash).then(session + pl.lit("~") + pl.col("version")).otherwise(session)
 
 
 def session_label(version: pl.Expr, session: pl.Expr) -> pl.Expr:

@@ -69,3 +69,17 @@ def test_replicates_far_apart_are_a_conflict_not_a_median() -> None:
     assert entry["kind"] == "conflict" and entry["ratio"] == pytest.approx(6.0)
     assert result.steps.height == 0
     assert result.coverage.not_compared == {"conflicting sessions": 1}
+
+
+def test_releases_measured_in_one_sitting_are_sessions_of_their_own() -> None:
+    # Three releases timed at the same seconds, on day 1 and day 9 (liger and torch).
+    rows = [
+        r
+        for version in ("0.7.0", "0.8.0", "0.9.0")
+        for day in (1, 9)
+        for r in sitting(version, day, {"liger": 100.0, "torch": 200.0})
+    ]
+    steps = judge(frame(rows)).steps.filter(pl.col("provider") == "liger")
+    assert steps.height == 5
+    assert steps["from_session"].n_unique() == 5
+    assert steps["from_session"].str.contains("~0.8.0").any()
