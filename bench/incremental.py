@@ -171,7 +171,7 @@ def _record(row: dict[str, Any], dbs: list[Path]) -> None:
         else:
             print(f"findings differ: {db} kept", flush=True)
     with (OUT / "results.jsonl").open("a") as sink:
-        sink.write(json.dumps(row) + "\n")
+        sink.write(json.dumps(row, default=str) + "\n")  # differences may hold datetimes
 
 
 def load_base(size: str, base: Path) -> Path:

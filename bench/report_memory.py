@@ -6,6 +6,10 @@ counts towards both).
 
     nice .venv/bin/python bench/report_memory.py --db bench/out/scale/db-1m.duckdb \\
         -o /tmp/report-1m.html
+    nice .venv/bin/python bench/report_memory.py --db DB -o /tmp/r.json --regressions
+
+With ``--regressions``, ``kiana regressions --db DB --json --full`` instead (its JSON
+written to ``-o``), with the same steps and the JSON writer's.
 
 One JSON line per step on stdout (in the order the steps end): ``step``, ``seconds``,
 ``peak_gib`` (the step's own peak), ``rss_gib`` (resident after it) and, after
@@ -55,6 +59,9 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("kiana.report.page", "memory_section"),
     ("kiana.report.page", "quality_section"),
     ("kiana.report.page", "headline"),
+    ("kiana.jsonstream", "write_json"),
+    ("kiana.pipeline", "Analysis.iter_steps"),
+    ("kiana.pipeline", "Analysis.annotate"),
 )
 
 
@@ -136,8 +143,12 @@ def main() -> int:
     parser.add_argument("-o", "--output", required=True, type=Path)
     parser.add_argument("--memory-limit", help="as kiana report's (fewer runs per shard)")
     parser.add_argument("--shard-runs", type=int, help="runs per shard (kiana.shards.runs)")
+    parser.add_argument("--regressions", action="store_true",
+                        help="kiana regressions --json --full instead of kiana report")  # fmt: skip
     args = parser.parse_args()
     instrument()
+    if args.regressions:
+        return _regressions(args)
     if args.shard_runs is not None:  # a small database judged in several shards
         import kiana.shards.runs
 
@@ -164,6 +175,23 @@ def main() -> int:
     LAPS.leave()
     LAPS.leave()
     return 0
+
+
+def _regressions(args: argparse.Namespace) -> int:
+    """``kiana regressions --db DB --json --full`` in this process, its JSON to ``-o``."""
+    import contextlib
+
+    from kiana.cli import build_parser
+
+    argv = ["regressions", "--db", str(args.db), "--json", "--full"]
+    if args.memory_limit:
+        argv += ["--memory-limit", args.memory_limit]
+    parsed = build_parser().parse_args(argv)
+    LAPS.enter("regressions")
+    with args.output.open("w") as sink, contextlib.redirect_stdout(sink):
+        status = int(parsed._run(parsed))
+    LAPS.leave()
+    return status
 
 
 if __name__ == "__main__":

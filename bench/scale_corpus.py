@@ -424,7 +424,12 @@ def build(target: int, out: Path, *, seed: int = 0, jobs: int = 2) -> dict[str, 
 
 
 def ensure(size: str, *, jobs: int = 2) -> Path:
-    """The corpus folder of ``size`` (``1m``, ``10m``...), built unless cached."""
+    """The corpus folder of ``size`` (``1m``, ``10m``...; ``clone-long-1m`` and the other
+    clones of Liger's real history are ``bench/clone_corpus.py``'s), built unless cached."""
+    if size.startswith("clone-"):
+        import clone_corpus
+
+        return clone_corpus.ensure(size)
     out = OUT / size
     if not (out / ".done").exists():
         build(SIZES[size], out, jobs=jobs)
