@@ -9,7 +9,8 @@ counts towards both).
     nice .venv/bin/python bench/report_memory.py --db DB -o /tmp/r.json --regressions
 
 With ``--regressions``, ``kiana regressions --db DB --json --full`` instead (its JSON
-written to ``-o``), with the same steps and the JSON writer's.
+written to ``-o``, the steps' lines among it: pick them out with ``grep -o '{"step": [^}]*}'``),
+with the same steps and the JSON writer's.
 
 One JSON line per step on stdout (in the order the steps end): ``step``, ``seconds``,
 ``peak_gib`` (the step's own peak), ``rss_gib`` (resident after it) and, after
@@ -181,15 +182,14 @@ def _regressions(args: argparse.Namespace) -> int:
     """``kiana regressions --db DB --json --full`` in this process, its JSON to ``-o``."""
     import contextlib
 
-    from kiana.cli import build_parser
+    from kiana.cli import main as kiana
 
     argv = ["regressions", "--db", str(args.db), "--json", "--full"]
     if args.memory_limit:
         argv += ["--memory-limit", args.memory_limit]
-    parsed = build_parser().parse_args(argv)
     LAPS.enter("regressions")
     with args.output.open("w") as sink, contextlib.redirect_stdout(sink):
-        status = int(parsed._run(parsed))
+        status = kiana(argv)
     LAPS.leave()
     return status
 
