@@ -1,7 +1,7 @@
 """Scale corpora cloned from Liger's real history: degenerate shapes the generated ones lack.
 
-    .venv/bin/python bench/clone_corpus.py --size clone-long-1m     # bench/out/scale/clone-long-1m/
-    .venv/bin/python bench/clone_corpus.py --size clone-shared-1m
+    .venv/bin/python bench/scale_corpus.py --runs clone-long-1m     # bench/out/scale/clone-long-1m/
+    .venv/bin/python bench/scale_corpus.py --runs clone-shared-1m
 
 ``../shared/liger`` (Liger-Kernel's ``benchmark/data/`` CSVs, outside the repository) is
 imported with :mod:`kiana.importers` once (3,897 documents) and written again and again,
@@ -29,7 +29,6 @@ peak <= 1 GiB on the long history, +1% judged in <= 10% of a full judge
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import math
@@ -162,23 +161,3 @@ def ensure(size: str) -> Path:
     if not (out / ".done").exists():
         build(size, out)
     return out
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", required=True, help="clone-long-1m, clone-shared-1m, ...")
-    parser.add_argument("--force", action="store_true", help="rebuild a cached corpus")
-    args = parser.parse_args()
-    if args.force:
-        (OUT / args.size / ".done").unlink(missing_ok=True)
-    path = ensure(args.size)
-    info = json.loads((path / ".done").read_text())
-    print(
-        f"{args.size}: {info['runs']:,} documents in {info['generations']} generations, "
-        f"{info['bytes'] / 2**20:.0f} MiB gzip, in {info['seconds']} s: {path}"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -438,7 +438,9 @@ def ensure(size: str, *, jobs: int = 2) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", choices=SIZES, default="1m")
+    parser.add_argument(
+        "--runs", default="1m", help=f"{', '.join(SIZES)}, or a clone (bench/clone_corpus.py)"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="writer processes (default 2)")
     parser.add_argument("--force", action="store_true", help="rebuild a cached corpus")
     args = parser.parse_args()
@@ -449,8 +451,8 @@ def main() -> int:
     path = ensure(args.runs, jobs=args.jobs)
     info = json.loads((path / ".done").read_text())
     print(
-        f"{args.runs}: {info['runs']:,} documents over {info['gpus']} GPUs, "
-        f"{info['bytes'] / 2**30:.2f} GiB gzip, in {time.perf_counter() - started:.1f} s: {path}"
+        f"{args.runs}: {info['runs']:,} documents, {info['bytes'] / 2**30:.2f} GiB gzip, "
+        f"in {time.perf_counter() - started:.1f} s: {path}"
     )
     return 0
 

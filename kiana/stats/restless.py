@@ -131,15 +131,8 @@ def mark_steps(steps: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
     ``inconclusive``, evidence led by the series' sentence); the others as they were."""
     if found.height == 0:
         return steps
-    table = found.select(*SWEEP, pl.col("note").alias("_note"))
-    joined = steps.join(table, on=list(SWEEP), how="left", maintain_order="left")
-    hit = pl.col("_note").is_not_null()
-    return joined.with_columns(
-        (pl.col("unstable") | hit).alias("unstable"),
-        pl.when(hit).then(pl.lit("inconclusive")).otherwise(pl.col("verdict")).alias("verdict"),
-        pl.when(hit).then(pl.col("_note") + pl.lit("; ") + pl.col("evidence"))
-        .otherwise(pl.col("evidence")).alias("evidence"),
-    ).drop("_note")  # fmt: skip
+    joined, hit, marked = _noted(steps, found)
+    return joined.with_columns((pl.col("unstable") | hit).alias("unstable"), *marked).drop("_note")
 
 
 def mark_findings(findings: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
@@ -147,12 +140,20 @@ def mark_findings(findings: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
     ``unstable``, their evidence led by the series' sentence."""
     if found.height == 0:
         return findings
+    joined, hit, marked = _noted(findings, found)
+    basis = pl.when(hit).then(pl.lit(UNSTABLE)).otherwise(pl.col("basis")).alias("basis")
+    return joined.with_columns(*marked, basis).drop("_note")
+
+
+def _noted(frame: pl.DataFrame, found: pl.DataFrame) -> tuple[pl.DataFrame, pl.Expr, list[pl.Expr]]:
+    """``frame`` with each row's series sentence (``_note``, null outside ``found``), the
+    mark of those rows, and their verdict and evidence as marked."""
     table = found.select(*SWEEP, pl.col("note").alias("_note"))
-    joined = findings.join(table, on=list(SWEEP), how="left", maintain_order="left")
+    joined = frame.join(table, on=list(SWEEP), how="left", maintain_order="left")
     hit = pl.col("_note").is_not_null()
-    return joined.with_columns(
+    marked = [
         pl.when(hit).then(pl.lit("inconclusive")).otherwise(pl.col("verdict")).alias("verdict"),
-        pl.when(hit).then(pl.lit(UNSTABLE)).otherwise(pl.col("basis")).alias("basis"),
         pl.when(hit).then(pl.col("_note") + pl.lit("; ") + pl.col("evidence"))
         .otherwise(pl.col("evidence")).alias("evidence"),
-    ).drop("_note")  # fmt: skip
+    ]  # fmt: skip
+    return joined, hit, marked

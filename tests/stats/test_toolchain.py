@@ -12,6 +12,7 @@ import pytest
 
 from kiana.stats import judge
 from kiana.stats.toolchain import MIN_KERNELS, common_moves, finding_changes
+from tests.stats.test_unstable import Commits
 from tests.stats_fixtures import frame, run
 
 DAYS = (0, 7, 14, 21)
@@ -34,28 +35,6 @@ def sittings(moved: dict[str, float], default: float = 1.05) -> pl.DataFrame:
     runs = frame(rows)
     day = (pl.col("observed_at") - pl.col("observed_at").min()).dt.total_days().cast(pl.String)
     return runs.with_columns((pl.lit("c") + day + pl.lit(":benchmarks/c") + day).alias("origin"))
-
-
-class Commits:
-    """A commit touches ``kernel`` on each day of ``touched[kernel]``; nothing else."""
-
-    def __init__(self, touched: dict[str, set[int]] | None = None) -> None:
-        self.touched = touched or {}
-
-    def baseline_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
-        return pairs.with_columns(
-            pl.lit(False).alias("baseline_changed"), pl.lit(None, pl.String).alias("baseline_note")
-        )
-
-    def kernel_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
-        def day(column: str) -> pl.Expr:
-            return pl.col(column).str.extract(r"^c(\d+):").cast(pl.Int64)
-
-        hit = pl.lit(False)
-        for kernel, days in self.touched.items():
-            for t in days:
-                hit = hit | ((pl.col("kernel") == kernel) & (day("from_origin") < t) & (day("to_origin") >= t))  # fmt: skip
-        return pairs.with_columns(hit.alias("kernel_changed"))
 
 
 def liger_at_the_move(runs: pl.DataFrame, code_changes: Any = None) -> pl.DataFrame:

@@ -41,10 +41,11 @@ def with_origins(rows: list[dict[str, Any]]) -> pl.DataFrame:
 
 
 class Commits:
-    """Code changes: the kernel's code changed in exactly the commits of ``touched``."""
+    """Code changes: a commit touches the kernel on each day of ``touched`` (a set: every
+    kernel; a mapping: the days of each kernel named)."""
 
-    def __init__(self, touched: set[int]) -> None:
-        self.touched = touched
+    def __init__(self, touched: set[int] | dict[str, set[int]] | None = None) -> None:
+        self.touched = touched if touched is not None else {}
 
     def baseline_changed(self, pairs: pl.DataFrame) -> pl.DataFrame:
         return pairs.with_columns(
@@ -55,9 +56,12 @@ class Commits:
         def day(column: str) -> pl.Expr:
             return pl.col(column).str.extract(r"^c(\d+):").cast(pl.Int64)
 
+        per = self.touched if isinstance(self.touched, dict) else {None: self.touched}
         hit = pl.lit(False)
-        for t in self.touched:
-            hit = hit | ((day("from_origin") < t) & (day("to_origin") >= t))
+        for kernel, days in per.items():
+            on = pl.lit(True) if kernel is None else pl.col("kernel") == kernel
+            for t in days:
+                hit = hit | (on & (day("from_origin") < t) & (day("to_origin") >= t))
         return pairs.with_columns(hit.alias("kernel_changed"))
 
 
