@@ -72,33 +72,30 @@ def candidates(findings: pl.DataFrame) -> pl.DataFrame:
     >>> candidates(f).select("P", "S", "N").rows()
     [('a', 'b', 'c')]
     """
-    steps = findings.filter(pl.col("is_subject"), pl.col("basis").is_not_null()).sort(
-        *SCOPE, "provider", "from_session"
-    )
-    series = [*SCOPE, "provider"]
-    nxt = {
-        c: pl.col(c).shift(-1).over(series)
-        for c in ("to_session", "to_version", "verdict", "basis", "from_session")
-    }
-    pairs = steps.with_columns(
-        nxt["to_session"].alias("N"),
-        nxt["to_version"].alias("N_version"),
-        nxt["verdict"].alias("_next_verdict"),
-        nxt["basis"].alias("_next_basis"),
-        nxt["from_session"].alias("_next_from"),
-    ).filter(pl.col("_next_from") == pl.col("to_session"))
+    steps = findings.filter(pl.col("is_subject"), pl.col("basis").is_not_null())
+    # Every pair of a provider's steps through one session (a session may start two steps
+    # of one provider: sittings of two files), each step's verdict beside it.
+    into = steps.select(
+        *SCOPE, "provider", pl.col("from_session").alias("P"), pl.col("to_session").alias("S"),
+        pl.col("from_version").alias("P_version"), pl.col("to_version").alias("S_version"),
+        "verdict", "basis",
+    )  # fmt: skip
+    out = steps.select(
+        *SCOPE, "provider", pl.col("from_session").alias("S"), pl.col("to_session").alias("N"),
+        pl.col("to_version").alias("N_version"), pl.col("verdict").alias("_next_verdict"),
+        pl.col("basis").alias("_next_basis"),
+    )  # fmt: skip
+    pairs = into.join(out, on=[*SCOPE, "provider", "S"], how="inner")
     # A flagged step places a change there already.
     unplaced = ~pl.col("verdict").is_in(FLAGGED) & ~pl.col("_next_verdict").is_in(FLAGGED)
     unresolved = (pl.col("basis") == "inconclusive") | (pl.col("_next_basis") == "inconclusive")
-    picked = pairs.filter(unplaced & unresolved).select(
-        *SCOPE,
-        "provider",
-        pl.col("from_session").alias("P"),
-        pl.col("to_session").alias("S"),
-        "N",
-        pl.col("from_version").alias("P_version"),
-        pl.col("to_version").alias("S_version"),
-        "N_version",
+    # One bridge per session, the nearest sessions on either side first: the same choice
+    # whatever order the rows came in (a tie left to that order moved with every load).
+    order = [*SCOPE, "S", "P", "N", "provider"]
+    picked = (
+        pairs.filter(unplaced & unresolved)
+        .select(*SCOPE, "provider", "P", "S", "N", "P_version", "S_version", "N_version")
+        .sort(order, descending=[c == "P" for c in order])
     )
     # Whose own steps could not place it: a provider with a flagged step there has placed
     # its change already, and its bridge would report that change a second time.

@@ -183,3 +183,19 @@ def test_a_candidate_names_the_providers_whose_steps_could_not_place_it() -> Non
     got = candidates(pl.DataFrame(rows))
     assert got.select("P", "S", "N").rows() == [("a", "b", "c")]
     assert got["providers"].to_list() == [["liger_other"]]
+
+
+def test_a_session_that_starts_two_steps_is_bridged_the_same_whatever_the_row_order() -> None:
+    # cross_entropy full on a B200 of two CSVs: a session starts a step to each file's
+    # next sitting; the bridge chosen followed the rows' order, which moved with every
+    # load (a +1% update and a full judge disagreed on four bridges of a cloned history).
+    keys = {"kernel": "k", "pass": "full", "gpu": "g", "metric": "latency", "is_subject": True,
+            "provider": "liger"}  # fmt: skip
+    steps = [("a", "b", "inconclusive"), ("b", "c", "unchanged"), ("b", "d", "unchanged")]
+    rows = [
+        {**keys, "from_version": a, "to_version": b, "from_session": a, "to_session": b,
+         "verdict": v, "basis": v}
+        for a, b, v in steps
+    ]  # fmt: skip
+    for ordered in (rows, rows[::-1]):
+        assert candidates(pl.DataFrame(ordered)).select("P", "S", "N").rows() == [("a", "b", "c")]
