@@ -234,7 +234,9 @@ def equivalent_factor(nu: float | None, separation: float) -> float:
     (1 for a normal null)."""
     if nu is None or math.isinf(nu):
         return 1.0
-    from scipy.stats import t
+    # scipy.special's inverse of the t distribution, which scipy.stats' t.ppf calls: the
+    # same numbers, without importing scipy.stats (0.6 s of every judge's start).
+    from scipy.special import stdtrit
 
     tail = 1.0 - NormalDist().cdf(separation)
-    return float(t.ppf(1.0 - tail, nu)) / separation
+    return float(stdtrit(nu, 1.0 - tail)) / separation
