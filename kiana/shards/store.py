@@ -79,7 +79,9 @@ if TYPE_CHECKING:
 #: counts the moves of its sweep's median (:func:`kiana.stats.restless.median_move`); a
 #: two-peaked calibration profile is searched on the whole grid (``nullfit.fine_mode``);
 #: sessions of two releases that started at the same second have ids of their own.
-STORE_VERSION = 18
+#: 19: a GPU's contrast component replaces its sitting component in adjusted noise only
+#: from :data:`kiana.stats.calibration.MIN_CONTRASTS` contrasts.
+STORE_VERSION = 19
 
 
 Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from kiana.stats import judge
+from kiana.stats.calibration import CALIBRATION_SCHEMA, MIN_CONTRASTS, Calibration, with_contrast
 from kiana.stats.nullsamples import contrast_samples
 from tests.stats_fixtures import frame, run
 
@@ -106,3 +107,27 @@ def test_contrast_samples_match_the_reference() -> None:
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert g[0] == pytest.approx(w[0]) and g[1] == pytest.approx(w[1]) and g[2] == w[2]
+
+
+def _contrast_sigma(contrasts: int) -> float:
+    """The contrast sigma of one step on a GPU whose contrast cell was fitted on
+    ``contrasts`` contrasts (0.2%), its sitting cell on 300 (1.5%)."""
+    cells = [
+        {"component": "sitting", "level": "gpu", "gpu": "G", "metric": "latency",
+         "scale": 0.015, "samples": 300},
+        {"component": "contrast", "level": "gpu", "gpu": "G", "metric": "latency",
+         "scale": 0.002, "samples": contrasts},
+    ]  # fmt: skip
+    calibration = Calibration(pl.DataFrame(cells, schema=CALIBRATION_SCHEMA))
+    step = pl.DataFrame({"gpu": ["G"], "metric": ["latency"], "kernel": ["k"]}).with_columns(
+        sitting_factor=pl.lit(1.0), sitting_sigma=pl.lit(0.015)
+    )
+    return float(with_contrast(step, calibration)["contrast_sigma"][0])
+
+
+def test_a_gpu_with_few_contrasts_keeps_the_whole_sitting_noise() -> None:
+    assert _contrast_sigma(MIN_CONTRASTS - 1) == pytest.approx(0.015)
+
+
+def test_a_gpu_with_enough_contrasts_takes_their_scale() -> None:
+    assert _contrast_sigma(MIN_CONTRASTS) == pytest.approx(0.002)
