@@ -22,7 +22,7 @@ def iso_datetimes(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 #: Rows of a frame encoded per chunk by :func:`_json_rows` (bounds the memory held).
-_JSON_CHUNK = 50_000
+_JSON_CHUNK = 10_000
 
 
 #: What :func:`write_json` writes under one name: rows (a frame, or frames one after the
