@@ -302,9 +302,9 @@ def sigmas(
 
 
 #: Contrasts a GPU (and metric) needs before its provider-specific part replaces the
-#: whole sitting component in adjusted noise: the samples a cell needs to fit its own
-#: tails (:data:`kiana.stats.nullfit.MIN_TAIL_SAMPLES`), below which the tails of the
-#: few sittings seen cannot be told from the calm ones'.
+#: whole sitting component in adjusted noise: the bar a workload cell must pass to fit
+#: its own tails (:data:`kiana.stats.nullfit.MIN_TAIL_SAMPLES`), reused for a scale that
+#: must cover shifted sittings as well as the calm ones most contrasts come from.
 MIN_CONTRASTS = MIN_TAIL_SAMPLES
 
 
@@ -319,9 +319,8 @@ def with_contrast(frame: pl.DataFrame, calibration: Calibration) -> pl.DataFrame
         pl.col("component") == "contrast", pl.col("level") == "gpu"
     ).select("gpu", "metric", pl.col("samples").alias("_contrasts"))
     frame = frame.join(gpu_counts, on=["gpu", "metric"], how="left", maintain_order="left")
-    known = (pl.col("contrast_level") != "prior") & (
-        pl.col("_contrasts").fill_null(0) >= MIN_CONTRASTS
-    )
+    # A GPU cell of MIN_CONTRASTS or more: the finest cell found is never the prior then.
+    known = pl.col("_contrasts").fill_null(0) >= MIN_CONTRASTS
     return frame.with_columns(
         pl.when(known)
         .then(pl.col("contrast_scale") * pl.col("sitting_factor"))
