@@ -1,0 +1,44 @@
+"""``kiana.stats.sweeps.findings`` aggregates whole kernels of a GPU at a time
+(``FINDING_CHUNK`` steps, for memory): the findings are the same whatever the chunk."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import kiana.stats.sweeps
+from kiana.generate import CorpusConfig, generate
+from kiana.generate.config import DEFAULT_GPUS
+from kiana.load import connect, load_documents
+from kiana.shards.runs import shard_runs
+from kiana.stats import JudgeOptions, judge
+
+
+@pytest.fixture(scope="module")
+def runs() -> pl.DataFrame:
+    config = CorpusConfig(
+        seed=11, kernels=("rms_norm", "swiglu", "layer_norm"), gpus=DEFAULT_GPUS[:2], sweep_size=3
+    )
+    con = connect(None)
+    load_documents(con, list(generate(config).documents()))
+    return shard_runs(con)
+
+
+def test_findings_are_the_same_in_chunks_of_kernels(
+    runs: pl.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = judge(runs, JudgeOptions()).findings
+    monkeypatch.setattr(kiana.stats.sweeps, "FINDING_CHUNK", 10)  # about a kernel each
+    chunked = judge(runs, JudgeOptions()).findings
+    assert whole.height > 20
+    assert_frame_equal(chunked, whole)
+
+
+def test_chunks_hold_whole_kernels_of_a_gpu(runs: pl.DataFrame) -> None:
+    steps = judge(runs, JudgeOptions()).steps
+    parts = list(kiana.stats.sweeps.kernel_chunks(steps, 10))
+    owners = pl.concat(p.select("gpu", "kernel").unique() for p in parts)
+    assert len(parts) > 2
+    assert owners.height == steps.select("gpu", "kernel").n_unique()
+    assert sum(p.height for p in parts) == steps.height
