@@ -15,19 +15,19 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
 
 from kiana.errors import UsageError
-from kiana.load import pipeline
 from kiana.load.database import connect
 from kiana.load.limits import DEFAULT_LIMITS, LoadLimits
-from kiana.load.pipeline import LoadSummary, Progress
 from kiana.load.profiling import NO_PROFILER, Profiler, StageTimes
 from kiana.load.schema import RUN_COLUMNS
-from kiana.load.sources import expand
+
+if TYPE_CHECKING:
+    from kiana.load.pipeline import LoadSummary, Progress
 
 __all__ = [
     "RUNS_COLUMNS",
@@ -45,6 +45,18 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 
 
+def __getattr__(name: str) -> Any:
+    """``LoadSummary`` and ``Progress``, from :mod:`kiana.load.pipeline` when first
+    asked for: the loader's threads, checks and stores (pyarrow's compute functions,
+    pandas with them: 0.35 s) are imported by a load, not by every command that opens
+    a database (``kiana regressions`` on a stored judgement takes ~3 s in all)."""
+    if name in ("LoadSummary", "Progress"):
+        from kiana.load import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def load(
     con: duckdb.DuckDBPyConnection,
     paths: Sequence[PathLike],
@@ -56,6 +68,9 @@ def load(
     """Load every document under ``paths`` (files, folders, globs) in one transaction;
     ``progress`` is called after each batch (see :data:`Progress`), ``limits`` sizes the
     batches, ``profiler`` times the stages (e.g. a :class:`StageTimes`)."""
+    from kiana.load import pipeline
+    from kiana.load.sources import expand
+
     started = time.monotonic()
     files = expand(paths)
     return pipeline.run(
@@ -80,6 +95,8 @@ def load_documents(
 ) -> LoadSummary:
     """Load documents already in memory (dicts), e.g. from an importer, in one
     transaction; each is named ``source:N`` (N counting from 1) in runs and rejects."""
+    from kiana.load import pipeline
+
     started = time.monotonic()
     return pipeline.run(
         con,

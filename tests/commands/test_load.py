@@ -78,6 +78,18 @@ def test_help_does_not_import_heavy_packages() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_opening_a_database_does_not_import_the_loader() -> None:
+    # kiana regressions, report and gate open a database; only a load needs the
+    # loader's stages (pyarrow.compute, pandas with it: 0.35 s of every start)
+    code = (
+        "import sys; from kiana.load import connect; connect(None).close(); "
+        "print(sorted(m for m in ('kiana.load.pipeline', 'pandas', 'pyarrow.compute') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 @pytest.mark.heavy
 def test_partitions_of_memory_or_a_foreign_database_is_a_clear_error(tmp_path: Path) -> None:
     import duckdb
