@@ -80,8 +80,11 @@ if TYPE_CHECKING:
 #: two-peaked calibration profile is searched on the whole grid (``nullfit.fine_mode``);
 #: sessions of two releases that started at the same second have ids of their own.
 #: 19: a GPU's contrast component replaces its sitting component in adjusted noise only
-#: from :data:`kiana.stats.calibration.MIN_CONTRASTS` contrasts.
-STORE_VERSION = 19
+#: from :data:`kiana.stats.calibration.MIN_CONTRASTS` contrasts.  20: an unstable series
+#: of the code under test must alternate against its baselines too
+#: (:mod:`kiana.stats.unstable`); the ``raw`` rule beside a control needs a change of
+#: ``resolution * threshold`` (:func:`kiana.stats.rules.raw_floor`).
+STORE_VERSION = 20
 
 
 Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]

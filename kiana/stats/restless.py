@@ -11,9 +11,10 @@ moved +7.6%, -7.2%, +5.7% and -6.3% between sittings no commit of Liger's touche
 while ``huggingface`` beside it moved under 2%; ``dyt`` backward +42%, -42%, +22%,
 -21%.  Each move is real for the measurement and none is a change of the code.
 
-A move is a finding of its own, or a step whose sweep's *median* workload moved by at
-least ``resolution * threshold`` (9%) past its control's median while the finding stayed
-unflagged: the pooled estimate is led by the most precise workloads, and a kernel whose
+A move is a finding of its own, a ``raw`` move under that rule's floor (basis
+``raw_small``, :func:`kiana.stats.rules.raw_floor`: dpo_loss's moves above are such),
+or a step whose sweep's *median* workload moved by at least ``resolution * threshold``
+(9%) past its control's median while the finding stayed unflagged: the pooled estimate is led by the most precise workloads, and a kernel whose
 small workloads sit at a floor of launch overhead moves there while its large ones stay
 (:func:`kiana.stats.rules.settled`).  Liger's ``layer_norm`` backward on the H100 of its
 CI history: its four small workloads sit at 160-270 µs (huggingface takes 60-340 µs
@@ -42,6 +43,7 @@ import math
 import polars as pl
 
 from kiana.stats.options import JudgeOptions
+from kiana.stats.rules import SMALL_RAW
 from kiana.stats.toolchain import finding_changes
 from kiana.stats.unstable import SWEEP, UNSTABLE_COLUMNS, empty
 from kiana.vocabulary import FINDING_KEYS, TOOLCHAIN, UNSTABLE
@@ -52,7 +54,9 @@ MIN_MOVES = 2
 
 def median_move(options: JudgeOptions) -> tuple[pl.Expr, pl.Expr]:
     """``(up, down)``: a finding is a move of its series (module docstring), as a
-    regression or an improvement, or, unflagged, by its sweep's median workload past its
+    regression or an improvement, as a ``raw`` move under its floor (basis
+    :data:`kiana.stats.rules.SMALL_RAW`: flagged on the subject's own change beside a
+    control that stayed, under ``resolution * threshold``), or, unflagged, by its sweep's median workload past its
     control's median by at least ``resolution * threshold``; a change every untouched
     kernel made (``toolchain``) or the machine's (``drift``) is none.  The second of the
     pair is the move's size (relative), null for none."""
@@ -63,10 +67,13 @@ def median_move(options: JudgeOptions) -> tuple[pl.Expr, pl.Expr]:
     unflagged = pl.col("verdict").is_in(["inconclusive", "unchanged"]) & (
         pl.col("basis") != TOOLCHAIN
     )
-    up = (pl.col("verdict") == "regression") | (unflagged & (net >= span))
-    down = (pl.col("verdict") == "improvement") | (unflagged & (net <= -span))
+    small = pl.col("basis") == SMALL_RAW
+    up = (pl.col("verdict") == "regression") | (small & (pl.col("change") > 0))
+    up = up | (unflagged & ~small & (net >= span))
+    down = (pl.col("verdict") == "improvement") | (small & (pl.col("change") < 0))
+    down = down | (unflagged & ~small & (net <= -span))
     size = (
-        pl.when(pl.col("verdict").is_in(["regression", "improvement"]))
+        pl.when(pl.col("verdict").is_in(["regression", "improvement"]) | small)
         .then(pl.col("change").abs())
         .when(up | down)
         .then((net.exp() - 1.0).abs())

@@ -50,7 +50,7 @@ import polars as pl
 
 from kiana.stats.evidence import pct
 from kiana.stats.options import JudgeOptions
-from kiana.stats.rules import EQUIVALENCE_Z
+from kiana.stats.rules import EQUIVALENCE_Z, SMALL_RAW
 from kiana.vocabulary import FINDING_KEYS, TOOLCHAIN
 
 #: Untouched kernels of the same provider and sittings the common move needs, at least.
@@ -93,9 +93,9 @@ def common_moves(findings: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.col("change").log1p().median().alias("_k"))
         .rename({"kernel": "_other"})
     )
-    flagged = known.filter(pl.col("verdict").is_in(["regression", "improvement"])).select(
-        *keys, "from_origin", "to_origin"
-    )
+    # A raw move under its floor (rules.raw_floor) is a move the toolchain may explain too.
+    moved = pl.col("verdict").is_in(["regression", "improvement"]) | (pl.col("basis") == SMALL_RAW)
+    flagged = known.filter(moved).select(*keys, "from_origin", "to_origin")
     if flagged.height == 0 or quiet.height == 0:
         schema = {k: findings.schema[k] for k in keys}
         return pl.DataFrame(
@@ -117,8 +117,9 @@ def common_moves(findings: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
 
 
 def adjust(findings: pl.DataFrame, steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
-    """``findings`` with each regression or improvement that moved with its provider's
-    untouched kernels made ``drift`` (module docstring); the rows in their order."""
+    """``findings`` with each regression or improvement (or ``raw`` move under its floor,
+    basis :data:`kiana.stats.rules.SMALL_RAW`) that moved with its provider's untouched
+    kernels made ``drift`` (module docstring); the rows in their order."""
     if findings.height == 0:
         return findings
     moves = common_moves(findings, finding_changes(steps))

@@ -153,3 +153,24 @@ def test_unchanged() -> None:
 def test_inconclusive() -> None:
     row = finding(sweep_rows([0.02, 0.03], spread=0.15), options=OFF)
     assert (row["basis"], row["verdict"]) == ("inconclusive", "inconclusive")
+
+
+def flat_noisy_control(change: float) -> list[dict[str, Any]]:
+    """Liger's every workload ``change`` (spreads 0.5%) beside a huggingface that stayed,
+    measured with 15% spreads: the adjusted change is not flagged, the raw one is."""
+    liger = sweep_rows([change] * 5, spread=0.005)
+    return liger + sweep_rows([0.0] * 5, spread=0.15, provider="huggingface")
+
+
+def test_raw_beside_a_flat_control() -> None:
+    row = finding(flat_noisy_control(0.12), options=OFF)
+    assert (row["basis"], row["verdict"], row["adjusted"]) == ("raw", "regression", False)
+    assert "while its control huggingface did not move with it" in row["evidence"]
+
+
+def test_raw_beside_a_flat_control_not_under_the_resolution() -> None:
+    # +7% is many own standard errors, but beside a control that cannot confirm it the
+    # subject's own change must reach resolution x threshold (9%).
+    row = finding(flat_noisy_control(0.07), options=OFF)
+    assert (row["basis"], row["verdict"]) == ("raw_small", "inconclusive")
+    assert "under the 9% a change must reach without its control's support" in row["evidence"]

@@ -18,16 +18,20 @@ BIMODAL = [LOW] * 6 + [HIGH] + [LOW] * 3 + [HIGH] * 3 + [LOW] * 3
 LIGER_CI = Path(__file__).resolve().parents[2].parent / "shared" / "liger-ci" / "benchmarks"
 
 
-def sweep(levels: list[float], workloads: int = 3) -> list[dict[str, Any]]:
-    """``liger`` at ``levels`` (times the workload's size) and a steady ``torch``, one
-    session every three days, each run jittered by at most 0.2%."""
+def sweep(
+    levels: list[float], workloads: int = 3, torch: list[float] | None = None
+) -> list[dict[str, Any]]:
+    """``liger`` at ``levels`` (times the workload's size) and ``torch`` at ``torch``
+    (default: steady at 11), one session every three days, each run jittered by at most
+    0.2%."""
     rows = []
     for d, level in enumerate(levels):
+        base = 11.0 if torch is None else torch[d]
         for w in range(workloads):
             jitter = 1 + 0.002 * ((d * 7 + w) % 3 - 1)
             common = {"workload": f"w{w}", "day": 3 * d}
             rows.append(run("0.8.0", level * (w + 1) * jitter, minute=w, **common))
-            rows.append(run("0.8.0", 11.0 * (w + 1) * jitter, provider="torch", minute=9 + w, **common))  # fmt: skip
+            rows.append(run("0.8.0", base * (w + 1) * jitter, provider="torch", minute=9 + w, **common))  # fmt: skip
     return rows
 
 
@@ -99,6 +103,25 @@ def test_a_regression_then_its_revert_is_two_changes_without_commits_known() -> 
     assert unstable_rows(result).height == 0
     flagged = result.findings.filter(pl.col("verdict").is_in(["regression", "improvement"]))
     assert sorted(flagged["verdict"]) == ["improvement", "regression"]
+
+
+def test_a_series_that_climbs_twice_across_a_machine_move_is_two_regressions() -> None:
+    """+18%, then the machine 12% faster for every provider, then +22%: the raw levels
+    read low high low high (the grid's ``3 workloads``: layer_norm forward, H100), the
+    levels less torch's climb twice."""
+    drop = 0.88
+    liger = [100.0] * 4 + [118.0] * 3 + [118.0 * drop] * 3 + [118.0 * drop * 1.22] * 3
+    torch = [11.0] * 7 + [11.0 * drop] * 6
+    result = judge(frame(sweep(liger, torch=torch)))
+    assert unstable_rows(result).height == 0
+    found = result.findings.filter(pl.col("provider") == "liger", pl.col("verdict") == "regression")
+    assert found.height == 2
+
+
+def test_a_steady_kernel_beside_an_unstable_baseline_is_not_unstable() -> None:
+    """Less the baselines' levels a steady liger would alternate: both readings must."""
+    result = judge(frame(sweep([LOW] * len(BIMODAL), torch=[v * 11.0 / LOW for v in BIMODAL])))
+    assert unstable_rows(result)["provider"].to_list() == ["torch"]
 
 
 def test_with_commits_a_switch_at_a_kernel_commit_is_a_change() -> None:
