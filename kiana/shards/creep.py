@@ -43,8 +43,6 @@ from kiana.stats.options import JudgeOptions
 #: Cells (links x (new values + 1) x length) of one :func:`extend_batch` at most (its
 #: arrays stay a few MiB: 2M cells cost 30% more time at 1M runs).
 _BATCH_CELLS = 200_000
-#: Cells (segments x length x length) of distances :func:`q_state` holds at once.
-_Q_CELLS = 1_000_000
 #: The change-point rows as the judge gives them, plus ``_index`` (the index of the
 #: first value after the shift: where :func:`resume` finds it again).
 INDEX = "_index"
@@ -74,27 +72,12 @@ class Found:
 
 def q_state(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(diag, last, rows)`` of every segment (row of ``x``, G x L): see the module
-    docstring; :func:`q_from` turns them into ``Q``.  A few segments at a time (at most
-    :data:`_Q_CELLS` cells of distances), in one reused buffer: each row's additions
-    are its own, so the same bits as all at once, without a fresh G x L x L array per
-    call."""
-    count, length = x.shape
-    diag, last, rows = (np.empty((count, length)) for _ in range(3))
-    per = max(1, _Q_CELLS // (length * length))
-    c = np.empty((min(per, count), length, length))
-    index = np.arange(length)
-    for lo in range(0, count, per):
-        part = x[lo : lo + per]
-        d = c[: part.shape[0]]
-        np.subtract(part[:, :, None], part[:, None, :], out=d)
-        np.abs(d, out=d)
-        for i in range(1, length):
-            np.add(d[:, i - 1, :], d[:, i, :], out=d[:, i, :])
-        rows[lo : lo + per] = d[:, length - 1, :]
-        np.cumsum(d, axis=2, out=d)
-        diag[lo : lo + per] = d[:, index, index]
-        last[lo : lo + per] = d[:, :, length - 1]
-    return diag, last, rows
+    docstring; :func:`q_from` turns them into ``Q``.  Made as the judge's search makes
+    them (:func:`kiana.stats.changepoints.prefix_rows`: one running row per segment, the
+    same bits as the whole block of distances, in memory linear in ``L``)."""
+    from kiana.stats.changepoints import prefix_rows
+
+    return prefix_rows(x)
 
 
 def q_from(diag: np.ndarray, last: np.ndarray, min_size: int) -> np.ndarray:

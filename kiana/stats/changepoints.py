@@ -57,25 +57,46 @@ _BATCH_CELLS = 4_000_000  # segments * L * L per numpy batch (32 MB of float64)
 def q_statistics(x: np.ndarray, min_size: int) -> np.ndarray:
     """Q(tau) for every segment (row of ``x``, shape G x L) and every split
     ``tau = min_size .. L - min_size``; shape G x (L - 2 min_size + 1)."""
+    diag, last, _ = prefix_rows(x)
     length = x.shape[1]
-    # c[:, a, b] = sum of |x_i - x_j| over i <= a, j <= b (2-D prefix sums), built in
-    # place: first down the rows, one row at a time across every segment (the same
-    # additions, in the same order, as ``cumsum(axis=1)``, but along contiguous
-    # memory), then along each row.
-    c = np.subtract(x[:, :, None], x[:, None, :])
-    np.abs(c, out=c)
-    for i in range(1, length):
-        np.add(c[:, i - 1, :], c[:, i, :], out=c[:, i, :])
-    np.cumsum(c, axis=2, out=c)
     tau = np.arange(min_size, length - min_size + 1)
     m = tau.astype(np.float64)
     k = (length - tau).astype(np.float64)
-    full = c[:, length - 1, length - 1][:, None]
-    left = c[:, tau - 1, tau - 1]  # sum over the m x m block, each pair twice
-    between = c[:, tau - 1, length - 1] - left
+    full = diag[:, length - 1][:, None]
+    left = diag[:, tau - 1]  # sum over the m x m block, each pair twice
+    between = last[:, tau - 1] - left
     right = full - left - 2.0 * between
     e = 2.0 * between / (m * k) - left / (m * (m - 1.0)) - right / (k * (k - 1.0))
     return np.asarray(m * k / (m + k) * e)
+
+
+def prefix_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`q_statistics` reads of the 2-D prefix sums ``c[:, a, b]`` (the sum of
+    ``|x_i - x_j|`` over ``i <= a``, ``j <= b``) of every segment (row of ``x``, G x L):
+    ``(diag, last, rows)``, ``diag[:, a] = c[:, a, a]``, ``last[:, a] = c[:, a, L - 1]``
+    and ``rows = c[:, L - 1, :]`` before its sum along the row.
+
+    Built one ``a`` at a time, a running row per segment (``|x_a - x|`` added to it, then
+    summed along it): the additions of the whole block, in the same order, so the same
+    bits, in 5 G x L arrays instead of a G x L x L block (8 L^2 bytes a segment: 4.7 GiB
+    for one series of 25,000 sessions, issue 41's one-workload clone).
+    """
+    count, length = x.shape
+    diag, last = np.empty((count, length)), np.empty((count, length))
+    run = np.zeros((count, length))
+    d = np.empty((count, length))
+    summed = np.empty((count, length))
+    for a in range(length):
+        np.subtract(x[:, a : a + 1], x, out=d)
+        np.abs(d, out=d)
+        if a == 0:
+            run[:] = d
+        else:
+            np.add(run, d, out=run)
+        np.cumsum(run, axis=1, out=summed)
+        diag[:, a] = summed[:, a]
+        last[:, a] = summed[:, length - 1]
+    return diag, last, run
 
 
 def best_split_reference(x: list[float], min_size: int) -> tuple[int, float]:

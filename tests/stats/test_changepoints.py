@@ -16,6 +16,7 @@ from kiana.stats.changepoints import (
     best_split_reference,
     detect,
     empty_changepoints,
+    prefix_rows,
     q_statistics,
 )
 from tests.stats_fixtures import assert_no_nan, frame, series
@@ -41,6 +42,24 @@ def test_fast_q_matches_the_reference(case: tuple[list[float], int]) -> None:
     assert math.isclose(float(q.max()), q_ref, rel_tol=1e-9, abs_tol=1e-9)
     # The fast argmax is a maximiser too (ties may pick another split of equal Q).
     assert math.isclose(float(q[tau_ref - min_size]), q_ref, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(values, min_size=1, max_size=4).filter(lambda m: len({len(xs) for xs in m}) == 1))
+def test_prefix_rows_are_the_whole_block_of_distances(many: list[list[float]]) -> None:
+    # the G x L x L block the running rows replace (issue 41: 8 L^2 bytes a series),
+    # summed down the rows, then along them: the same bits
+    x = np.array(many)
+    block = np.abs(x[:, :, None] - x[:, None, :])
+    for i in range(1, x.shape[1]):
+        block[:, i, :] = block[:, i - 1, :] + block[:, i, :]
+    rows = block[:, -1, :].copy()
+    block = np.cumsum(block, axis=2)
+    index = np.arange(x.shape[1])
+    diag, last, running = prefix_rows(x)
+    assert np.array_equal(diag, block[:, index, index])
+    assert np.array_equal(last, block[:, :, -1])
+    assert np.array_equal(running, rows)
 
 
 @settings(max_examples=40, deadline=None)
