@@ -4,9 +4,12 @@ memory by ``/usr/bin/time -v``, and the Spark runner against the local judge.
     nice .venv/bin/python bench/scale.py --size 1m                   # every step, 1M runs
     nice .venv/bin/python bench/scale.py --size 10m --steps load regressions report export
     nice .venv/bin/python bench/scale.py --size 1m --steps spark     # kiana[spark], Java
+    nice .venv/bin/python bench/scale.py --size clone-series-100k --steps load regressions
     .venv/bin/python bench/scale.py --table                          # the table of every result
 
-Corpora come from ``bench/scale_corpus.py`` (cached under ``bench/out/scale/<size>/``),
+Corpora come from ``bench/scale_corpus.py`` (cached under ``bench/out/scale/<size>/``;
+``clone-<long|shared|series|point|sweep>-<25k|100k|400k|1m|...>`` are cloned from Liger's
+real history by ``bench/clone_corpus.py``, issue 41's degenerate shapes),
 the database from ``kiana load`` of that corpus (the load step, kept as
 ``bench/out/scale/db-<size>.duckdb``).  Every step is one ``kiana`` command as a user
 runs it, under ``/usr/bin/time -v`` (wall time, maximum resident set size), one run
@@ -248,7 +251,9 @@ def table() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", default="1m", help="1m, 10m, ... (bench/scale_corpus.py)")
+    parser.add_argument(
+        "--size", default="1m", help="1m, 10m, ... (bench/scale_corpus.py), clone-series-100k ..."
+    )
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS[:4]))
     parser.add_argument("--memory-limit", help="passed to every kiana command (e.g. 3GB)")
     parser.add_argument("--table", action="store_true", help="print every result and stop")
