@@ -29,6 +29,7 @@ import polars as pl
 
 from kiana.load.judged import ORIGIN_LABELS
 from kiana.load.schema import has_table
+from kiana.stats.packing import pack
 from kiana.vocabulary import JUDGED_COLUMNS
 
 #: Runs per shard when memory allows: large enough that the judge's fixed cost per
@@ -87,18 +88,8 @@ def plan(
     rows = con.execute("SELECT gpu, count(*) FROM runs GROUP BY gpu ORDER BY gpu").fetchall()
     if only is not None:
         rows = [(gpu, count) for gpu, count in rows if gpu in set(only)]
-    shards: list[Shard] = []
-    gpus: list[str] = []
-    size = 0
-    for gpu, count in rows:
-        if gpus and size + int(count) > limit:
-            shards.append(Shard(tuple(gpus), size))
-            gpus, size = [], 0
-        gpus.append(str(gpu))
-        size += int(count)
-    if gpus:
-        shards.append(Shard(tuple(gpus), size))
-    return shards
+    packed = pack(((str(gpu), int(count)) for gpu, count in rows), limit)
+    return [Shard(tuple(gpus), size) for gpus, size in packed]
 
 
 #: A run's origin from its labels (as :func:`kiana.load.judged.judged_runs`): the

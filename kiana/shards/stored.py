@@ -25,6 +25,7 @@ from kiana.shards.runs import Shard, shard_runs, write_origins
 from kiana.shards.unit import POS
 from kiana.stats import Coverage
 from kiana.stats.calibration import Calibration
+from kiana.stats.packing import pack
 from kiana.vocabulary import FINDING_KEYS
 
 if TYPE_CHECKING:
@@ -66,18 +67,11 @@ def series_batches(
         f"GROUP BY ALL ORDER BY {SERIES_ORDER}",
         params={"gpu": gpu},
     ).fetchall()
-    batches: list[dict[str, list[str]]] = []
-    held = rows
-    for partition, provider, metric, n in keys:
-        if held + n > rows:
-            batches.append({"p": [], "v": [], "m": []})
-            held = 0
-        batch = batches[-1]
-        batch["p"].append(partition)
-        batch["v"].append(provider)
-        batch["m"].append(metric)
-        held += n
-    return batches
+    packed = pack((((p, v, m), int(n)) for p, v, m, n in keys), rows)
+    return [
+        {"p": [s[0] for s in series], "v": [s[1] for s in series], "m": [s[2] for s in series]}
+        for series, _ in packed
+    ]
 
 
 class StoredJudged(Judged):

@@ -41,6 +41,7 @@ import polars as pl
 from kiana.stats.aggregate import aggregate
 from kiana.stats.evidence import control_clause, finding_noise, fold_baselines
 from kiana.stats.options import JudgeOptions
+from kiana.stats.packing import pack
 from kiana.stats.pooling import KEYS, sign_confidence
 from kiana.stats.rules import pick_rule, rules, split
 from kiana.stats.unstable import finding_marks
@@ -110,15 +111,7 @@ def kernel_chunks(steps: pl.DataFrame, rows: int) -> Iterator[pl.DataFrame]:
         yield steps
         return
     sizes = steps.group_by("gpu", "kernel").len().sort("gpu", "kernel")
-    batches: list[list[tuple[str, str]]] = []
-    held = rows
-    for gpu, kernel, n in sizes.iter_rows():
-        if held + n > rows:
-            batches.append([])
-            held = 0
-        batches[-1].append((gpu, kernel))
-        held += n
-    for batch in batches:
+    for batch, _ in pack((((g, k), n) for g, k, n in sizes.iter_rows()), rows):
         keys = pl.DataFrame(batch, schema=["gpu", "kernel"], orient="row")
         yield steps.join(
             keys, on=["gpu", "kernel"], how="semi", nulls_equal=True, maintain_order="left"
