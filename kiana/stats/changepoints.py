@@ -51,7 +51,9 @@ import polars as pl
 from kiana.stats.options import JudgeOptions, series_window
 from kiana.vocabulary import SERIES_KEYS, SERIES_LABELS
 
-_BATCH_CELLS = 4_000_000  # segments * L * L per numpy batch (32 MB of float64)
+#: Cells (segments x L) of one batch of the search: its arrays are G x L each
+#: (:func:`prefix_rows`, the split test), ~10 of them, so ~32 MB of float64.
+_BATCH_CELLS = 400_000
 
 
 def q_statistics(x: np.ndarray, min_size: int) -> np.ndarray:
@@ -381,7 +383,7 @@ def segment_batches(
     """Segments ``(series, start, end)`` of each length in batches of at most
     ``_BATCH_CELLS`` cells of the search: each batch, its values and its noise, stacked."""
     for length, segs in by_length.items():
-        step = max(1, _BATCH_CELLS // (length * length))
+        step = max(1, _BATCH_CELLS // length)
         for lo in range(0, len(segs), step):
             batch = segs[lo : lo + step]
             x = np.stack([values[s][a:b] for s, a, b in batch])
