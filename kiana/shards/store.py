@@ -83,8 +83,11 @@ if TYPE_CHECKING:
 #: from :data:`kiana.stats.calibration.MIN_CONTRASTS` contrasts.  20: an unstable series
 #: of the code under test must alternate against its baselines too
 #: (:mod:`kiana.stats.unstable`); the ``raw`` rule beside a control needs a change of
-#: ``resolution * threshold`` (:func:`kiana.stats.rules.raw_floor`).
-STORE_VERSION = 20
+#: ``resolution * threshold`` (:func:`kiana.stats.rules.raw_floor`).  21: a lone workload
+#: must be 9% off the rest of its sweep (:func:`kiana.stats.rules.lone_floor`), the
+#: ``raw`` rule's control two of its standard errors short of the move
+#: (:func:`kiana.stats.rules.raw_apart`); ``raw_small`` promises no reruns.
+STORE_VERSION = 21
 
 
 Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]

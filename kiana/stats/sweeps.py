@@ -43,7 +43,7 @@ from kiana.stats.evidence import control_clause, finding_noise, fold_baselines
 from kiana.stats.options import JudgeOptions
 from kiana.stats.packing import pack
 from kiana.stats.pooling import KEYS, sign_confidence
-from kiana.stats.rules import pick_rule, rules, split
+from kiana.stats.rules import SMALL_LONE, SMALL_RAW, pick_rule, rules, split
 from kiana.stats.unstable import finding_marks
 from kiana.vocabulary import FINDING_KEYS, verdict_rank
 
@@ -184,6 +184,13 @@ def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     return order_findings(g.select(FINDING_COLUMNS))
 
 
+#: Bases whose ``inconclusive`` no rerun of the subject resolves: its own change is
+#: separated already, and what it lacks is its control's support or the size a change
+#: needs without it (:func:`kiana.stats.rules.raw_floor`, :func:`~kiana.stats.rules.raw_apart`,
+#: :func:`~kiana.stats.rules.lone_floor`).
+FLOORED = (SMALL_RAW, SMALL_LONE)
+
+
 def _reruns(options: JudgeOptions) -> pl.Expr:
     """Runs per session (each side) that bring the noise part of ``change_se`` to
     ``ln(1 + threshold) / separation`` (module docstring)."""
@@ -199,7 +206,7 @@ def _reruns(options: JudgeOptions) -> pl.Expr:
         pl.when(pl.col("adjusted")).then(pl.col("_adj_median_log")).otherwise(pl.col("_median_log"))
     )
     return (
-        pl.when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable")
+        pl.when((pl.col("verdict") == "inconclusive") & ~pl.col("basis").is_in(["unstable", *FLOORED])
                 & (fixed2 < target2) & (noise2 > 0) & ~split(median, pl.col("_log"), options))
         .then((pl.col("_runs") * noise2 / (pl.lit(target2) - fixed2)).ceil())
         .otherwise(None)
@@ -216,6 +223,10 @@ def _evidence(options: JudgeOptions) -> pl.Expr:
     reruns = (
         pl.when(pl.col("reruns").is_not_null())
         .then(pl.lit("; about ") + pl.col("reruns").cast(pl.String) + pl.lit(f" run(s) per session on each side would resolve a {t} change"))
+        .when(pl.col("basis") == SMALL_RAW)
+        .then(pl.lit("; more runs of the kernel alone will not resolve it: more of its control's, or a second baseline, would"))
+        .when(pl.col("basis") == SMALL_LONE)
+        .then(pl.lit("; reruns alone will not resolve it"))
         .when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable"))
         .then(pl.lit("; the workloads or the sittings scatter too much: reruns alone will not resolve it"))
         .otherwise(pl.lit(""))

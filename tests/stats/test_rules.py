@@ -174,3 +174,31 @@ def test_raw_beside_a_flat_control_not_under_the_resolution() -> None:
     row = finding(flat_noisy_control(0.07), options=OFF)
     assert (row["basis"], row["verdict"]) == ("raw_small", "inconclusive")
     assert "under the 9% a change must reach without its control's support" in row["evidence"]
+
+
+def test_lone_not_under_the_resolution() -> None:
+    # +6% in w2 is many standard errors off the rest of a sweep that did not move, but one
+    # workload alone must be off by resolution x threshold (9%).
+    row = finding(sweep_rows([0.0, 0.001, 0.06, -0.001, 0.002], spread=0.005))
+    assert (row["basis"], row["verdict"]) == ("lone_small", "inconclusive")
+    assert row["evidence"].startswith(
+        "1 of 5 workload(s) moved far beyond the rest of the sweep: w2"
+    )
+    assert (
+        "under the 9% one workload must reach beside a sweep that did not move" in row["evidence"]
+    )
+
+
+def test_raw_beside_a_control_that_moved_part_of_the_way() -> None:
+    # +12% beside a control that moved +5% with a standard error of 5.6%: the control is
+    # neither half as far nor within reach of ruling the machine out (raw_apart).
+    liger = sweep_rows([0.12] * 5, spread=0.005)
+    row = finding(liger + sweep_rows([0.05] * 5, spread=0.15, provider="huggingface"), options=OFF)
+    assert (row["basis"], row["verdict"]) == ("raw_small", "inconclusive")
+    assert "too near to rule out that the machine moved both" in row["evidence"]
+
+
+def test_raw_small_promises_no_reruns_of_the_kernel() -> None:
+    row = finding(flat_noisy_control(0.07), options=OFF)
+    assert row["reruns"] is None
+    assert "more runs of the kernel alone will not resolve it" in row["evidence"]
