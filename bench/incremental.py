@@ -199,6 +199,10 @@ def judged_base(size: str, base: Path) -> Path:
         first = timed([*KIANA, "regressions", "--db", str(scratch)])
         print(f"  base judged and stored: {first['seconds']} s", flush=True)
         scratch.rename(stored)
+    else:
+        # Judged by another version of kiana, its stored judgement is stale: brought up to
+        # date here (a current one is only read), or every round would time a full judge.
+        timed([*KIANA, "regressions", "--db", str(stored)])
     return stored
 
 
