@@ -86,8 +86,10 @@ if TYPE_CHECKING:
 #: ``resolution * threshold`` (:func:`kiana.stats.rules.raw_floor`).  21: a lone workload
 #: must be 9% off the rest of its sweep (:func:`kiana.stats.rules.lone_floor`), the
 #: ``raw`` rule's control two of its standard errors short of the move
-#: (:func:`kiana.stats.rules.raw_apart`); ``raw_small`` promises no reruns.
-STORE_VERSION = 21
+#: (:func:`kiana.stats.rules.raw_apart`); ``raw_small`` promises no reruns.  22: without
+#: code changes known, an unstable series switches level at least four times
+#: (:data:`kiana.stats.unstable.MIN_UNKNOWN_SWITCHES`).
+STORE_VERSION = 22
 
 
 Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]

@@ -105,6 +105,15 @@ def test_a_regression_then_its_revert_is_two_changes_without_commits_known() -> 
     assert sorted(flagged["verdict"]) == ["improvement", "regression"]
 
 
+def test_a_regression_its_revert_and_its_reland_are_three_changes_without_commits_known() -> None:
+    # low high low high: each level visited twice, three switches (the spread corpora's
+    # five misses of 767 >= 5% regressions, bench/README.md).
+    result = judge(frame(sweep([LOW] * 5 + [HIGH] * 4 + [LOW] * 4 + [HIGH] * 4)))
+    assert unstable_rows(result).height == 0
+    flagged = result.findings.filter(pl.col("verdict").is_in(["regression", "improvement"]))
+    assert sorted(flagged["verdict"]) == ["improvement", "regression", "regression"]
+
+
 def test_a_series_that_climbs_twice_across_a_machine_move_is_two_regressions() -> None:
     """+18%, then the machine 12% faster for every provider, then +22%: the raw levels
     read low high low high (the grid's ``3 workloads``: layer_norm forward, H100), the
