@@ -88,8 +88,9 @@ if TYPE_CHECKING:
 #: ``raw`` rule's control two of its standard errors short of the move
 #: (:func:`kiana.stats.rules.raw_apart`); ``raw_small`` promises no reruns.  22: without
 #: code changes known, an unstable series switches level at least four times
-#: (:data:`kiana.stats.unstable.MIN_UNKNOWN_SWITCHES`).
-STORE_VERSION = 22
+#: (:data:`kiana.stats.unstable.MIN_UNKNOWN_SWITCHES`).  23: an adjusted change whose
+#: subject moved the other way on its own is ``inconclusive`` (:data:`kiana.stats.rules.OPPOSED`).
+STORE_VERSION = 23
 
 
 Status = Literal["current", "stale", "missing", "other", "unstorable", "invalid"]

@@ -25,6 +25,9 @@ other.  In order:
 ``control_alone``   the adjusted change is flagged but the subject's own is not, and
                     the control moved the other way: the baseline changed, not the
                     subject (``unchanged`` or ``inconclusive`` on its own change)
+``opposed``         the control-adjusted change is flagged and the subject's own change is
+                    too, at least the threshold the other way (:data:`OPPOSED`):
+                    ``inconclusive``
 ``adjusted``        the control-adjusted change is flagged: the subject's change
 ``drift``           the subject moved by at least the threshold and its control moved with it
                     (:func:`kiana.stats.controls.control_moved`), the adjusted change is
@@ -103,6 +106,17 @@ class Rule:
 
 #: The basis of a ``raw`` move under :func:`raw_floor`.
 SMALL_RAW = "raw_small"
+
+#: The basis of an adjusted change whose subject moved the other way on its own: +4%
+#: on its own beside a control at +12% reads -7% adjusted.  Either the machine moved 12%
+#: and the kernel improved, or the control moved by itself (its sitting, its code) and
+#: the kernel regressed; one control cannot tell, so the finding is ``inconclusive``.
+#: On the grid of noise models (``bench/detection.py --grid``, seeds 0 1) this shape
+#: held 3 ``adjusted`` findings, none a change the right way: one unchanged group, one
+#: drift group, and a +3% regression called an improvement of -4.5% (``shifted 0.05``:
+#: huggingface +7.9% alone in a shifted sitting); the realistic corpora's drift groups
+#: called a change 9 -> 7, nothing else moved, nor on Liger's CI history.
+OPPOSED = "opposed"
 
 #: The basis of a ``lone`` workload under :func:`lone_floor`.
 SMALL_LONE = "lone_small"
@@ -223,6 +237,11 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
              **(_on("raw") | {"workloads": pl.lit(None, pl.String)}),
              sentence=_text("its control ", control, " moved alone (", ctl_est, ") while ", who, " stayed flat (", raw_est,
                             "): a change of the baseline, not of ", who)),
+        Rule(OPPOSED, subject & A & R & ((adj > 0) != (raw > 0)) & (raw.abs() >= math.log1p(options.threshold)),
+             pl.lit("inconclusive"), **_on("adj"),
+             sentence=_text(who, " moved ", adj_est, " against its control ", control, " (", ctl_est, ") but ",
+                            raw_est, " on its own: the two point opposite ways, and its control alone cannot"
+                            " tell whether the machine moved or the control did")),
         Rule("adjusted", subject & A, _direction(adj), **_on("adj"),
              sentence=_text(who, " moved ", adj_est, " against its control ", control, " (", pct(ctl.exp() - 1.0), ")")),
         Rule("drift", subject & has_adj & R & (raw.abs() >= math.log1p(options.threshold)) & moved_with, pl.lit("drift"), **_on("raw"),

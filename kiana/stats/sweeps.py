@@ -43,7 +43,7 @@ from kiana.stats.evidence import control_clause, finding_noise, fold_baselines
 from kiana.stats.options import JudgeOptions
 from kiana.stats.packing import pack
 from kiana.stats.pooling import KEYS, sign_confidence
-from kiana.stats.rules import SMALL_LONE, SMALL_RAW, pick_rule, rules, split
+from kiana.stats.rules import OPPOSED, SMALL_LONE, SMALL_RAW, pick_rule, rules, split
 from kiana.stats.unstable import finding_marks
 from kiana.vocabulary import FINDING_KEYS, verdict_rank
 
@@ -185,10 +185,10 @@ def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
 
 
 #: Bases whose ``inconclusive`` no rerun of the subject resolves: its own change is
-#: separated already, and what it lacks is its control's support or the size a change
-#: needs without it (:func:`kiana.stats.rules.raw_floor`, :func:`~kiana.stats.rules.raw_apart`,
+#: separated already, and what it lacks is its control's support, the size a change
+#: needs without it, or a second control (:func:`kiana.stats.rules.raw_floor`, :func:`~kiana.stats.rules.raw_apart`,
 #: :func:`~kiana.stats.rules.lone_floor`).
-FLOORED = (SMALL_RAW, SMALL_LONE)
+FLOORED = (SMALL_RAW, SMALL_LONE, OPPOSED)
 
 
 def _reruns(options: JudgeOptions) -> pl.Expr:
@@ -225,6 +225,8 @@ def _evidence(options: JudgeOptions) -> pl.Expr:
         .then(pl.lit("; about ") + pl.col("reruns").cast(pl.String) + pl.lit(f" run(s) per session on each side would resolve a {t} change"))
         .when(pl.col("basis") == SMALL_RAW)
         .then(pl.lit("; more runs of the kernel alone will not resolve it: more of its control's, or a second baseline, would"))
+        .when(pl.col("basis") == OPPOSED)
+        .then(pl.lit("; more runs will not resolve it: a second baseline would"))
         .when(pl.col("basis") == SMALL_LONE)
         .then(pl.lit("; reruns alone will not resolve it"))
         .when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable"))

@@ -202,3 +202,13 @@ def test_raw_small_promises_no_reruns_of_the_kernel() -> None:
     row = finding(flat_noisy_control(0.07), options=OFF)
     assert row["reruns"] is None
     assert "more runs of the kernel alone will not resolve it" in row["evidence"]
+
+
+def test_opposed() -> None:
+    # +4% on its own beside a control at +12%: -7% adjusted, but the machine moving 12%
+    # and the control moving alone tell opposite stories.
+    liger = sweep_rows([0.04] * 5, spread=0.005)
+    row = finding(liger + sweep_rows([0.12] * 5, spread=0.005, provider="huggingface"), options=OFF)
+    assert (row["basis"], row["verdict"]) == ("opposed", "inconclusive")
+    assert "the two point opposite ways" in row["evidence"]
+    assert row["reruns"] is None and "a second baseline would" in row["evidence"]
