@@ -83,13 +83,13 @@ if TYPE_CHECKING:
 #: from :data:`kiana.stats.calibration.MIN_CONTRASTS` contrasts.  20: an unstable series
 #: of the code under test must alternate against its baselines too
 #: (:mod:`kiana.stats.unstable`); the ``raw`` rule beside a control needs a change of
-#: ``resolution * threshold`` (:func:`kiana.stats.rules.raw_floor`).  21: a lone workload
-#: must be 9% off the rest of its sweep (:func:`kiana.stats.rules.lone_floor`), the
+#: ``resolution * threshold`` (:func:`kiana.stats.floors.raw_floor`).  21: a lone workload
+#: must be 9% off the rest of its sweep (:func:`kiana.stats.floors.lone_floor`), the
 #: ``raw`` rule's control two of its standard errors short of the move
-#: (:func:`kiana.stats.rules.raw_apart`); ``raw_small`` promises no reruns.  22: without
+#: (:func:`kiana.stats.floors.raw_apart`); ``raw_small`` promises no reruns.  22: without
 #: code changes known, an unstable series switches level at least four times
 #: (:data:`kiana.stats.unstable.MIN_UNKNOWN_SWITCHES`).  23: an adjusted change whose
-#: subject moved the other way on its own is ``inconclusive`` (:data:`kiana.stats.rules.OPPOSED`).
+#: subject moved the other way on its own is ``inconclusive`` (:data:`kiana.stats.floors.OPPOSED`).
 STORE_VERSION = 23
 
 

@@ -12,7 +12,7 @@ while ``huggingface`` beside it moved under 2%; ``dyt`` backward +42%, -42%, +22
 -21%.  Each move is real for the measurement and none is a change of the code.
 
 A move is a finding of its own, a ``raw`` move under that rule's floor (basis
-``raw_small``, :func:`kiana.stats.rules.raw_floor`: dpo_loss's moves above are such),
+``raw_small``, :func:`kiana.stats.floors.raw_floor`: dpo_loss's moves above are such),
 or a step whose sweep's *median* workload moved by at least ``resolution * threshold``
 (9%) past its control's median while the finding stayed unflagged: the pooled estimate is led by the most precise workloads, and a kernel whose
 small workloads sit at a floor of launch overhead moves there while its large ones stay
@@ -42,8 +42,8 @@ import math
 
 import polars as pl
 
+from kiana.stats.floors import SMALL_RAW
 from kiana.stats.options import JudgeOptions
-from kiana.stats.rules import SMALL_RAW
 from kiana.stats.toolchain import finding_changes
 from kiana.stats.unstable import SWEEP, UNSTABLE_COLUMNS, empty
 from kiana.vocabulary import FINDING_KEYS, TOOLCHAIN, UNSTABLE
@@ -55,7 +55,7 @@ MIN_MOVES = 2
 def median_move(options: JudgeOptions) -> tuple[pl.Expr, pl.Expr]:
     """``(up, down)``: a finding is a move of its series (module docstring), as a
     regression or an improvement, as a ``raw`` move under its floor (basis
-    :data:`kiana.stats.rules.SMALL_RAW`: flagged on the subject's own change beside a
+    :data:`kiana.stats.floors.SMALL_RAW`: flagged on the subject's own change beside a
     control that stayed, under ``resolution * threshold``), or, unflagged, by its sweep's median workload past its
     control's median by at least ``resolution * threshold``; a change every untouched
     kernel made (``toolchain``) or the machine's (``drift``) is none.  The second of the

@@ -26,7 +26,7 @@ other.  In order:
                     the control moved the other way: the baseline changed, not the
                     subject (``unchanged`` or ``inconclusive`` on its own change)
 ``opposed``         the control-adjusted change is flagged and the subject's own change is
-                    too, at least the threshold the other way (:data:`OPPOSED`):
+                    too, at least the threshold the other way (:data:`~kiana.stats.floors.OPPOSED`):
                     ``inconclusive``
 ``adjusted``        the control-adjusted change is flagged: the subject's change
 ``drift``           the subject moved by at least the threshold and its control moved with it
@@ -34,7 +34,7 @@ other.  In order:
                     not flagged: the machine moved
 ``raw``             the subject moved and its control did not move with it (or none);
                     with a control, by at least ``resolution * threshold`` (9%,
-                    :func:`raw_floor`)
+                    :func:`~kiana.stats.floors.raw_floor`)
 ``raw_small``       the ``raw`` rule's move under its floor: ``inconclusive`` on the
                     subject's own change (a move of a restless series,
                     :mod:`kiana.stats.restless`)
@@ -46,7 +46,7 @@ other.  In order:
                     control is too noisy there to adjust by, the sitting calm and the
                     move at least ``resolution * threshold`` (9%)
                     (:mod:`kiana.stats.aggregate`); either way off the rest by at least
-                    that 9% (:func:`lone_floor`)
+                    that 9% (:func:`~kiana.stats.floors.lone_floor`)
 ``lone_small``      the ``lone`` rule's workload under its floor: ``inconclusive``
 ``gross``           no noise information, every workload moved ``gross_change`` (25%)
                     the same way: called on size alone
@@ -86,6 +86,14 @@ import polars as pl
 
 from kiana.stats.controls import control_moved
 from kiana.stats.evidence import pct
+from kiana.stats.floors import (
+    OPPOSED,
+    SMALL_LONE,
+    SMALL_RAW,
+    lone_floor,
+    raw_apart,
+    raw_floor,
+)
 from kiana.stats.options import JudgeOptions
 
 
@@ -103,23 +111,6 @@ class Rule:
     workloads: pl.Expr  #: the workloads that carry it (comma-separated), null for none
     sentence: pl.Expr  #: the first clause of the evidence
 
-
-#: The basis of a ``raw`` move under :func:`raw_floor`.
-SMALL_RAW = "raw_small"
-
-#: The basis of an adjusted change whose subject moved the other way on its own: +4%
-#: on its own beside a control at +12% reads -7% adjusted.  Either the machine moved 12%
-#: and the kernel improved, or the control moved by itself (its sitting, its code) and
-#: the kernel regressed; one control cannot tell, so the finding is ``inconclusive``.
-#: On the grid of noise models (``bench/detection.py --grid``, seeds 0 1) this shape
-#: held 3 ``adjusted`` findings, none a change the right way: one unchanged group, one
-#: drift group, and a +3% regression called an improvement of -4.5% (``shifted 0.05``:
-#: huggingface +7.9% alone in a shifted sitting); the realistic corpora's drift groups
-#: called a change 9 -> 7, nothing else moved, nor on Liger's CI history.
-OPPOSED = "opposed"
-
-#: The basis of a ``lone`` workload under :func:`lone_floor`.
-SMALL_LONE = "lone_small"
 
 #: The equivalence rule's ``z`` (module docstring): ``unchanged`` needs ``|mu| + z se <
 #: ln(1 + threshold)``.
@@ -214,6 +205,7 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
     t = f"{options.threshold:.0%}"
     shown = _smallest_flagged(basis["se"], options)
     gross = f"no noise information; every workload moved >= {options.gross_change:.0%} the same way: called on size alone"
+    said = _move_sentences(options, _est(basis["change"], basis["se"]))
     return (
         Rule("unstable", pl.col("_unstable"), pl.lit("inconclusive"), **basis, sentence=pl.col("_unstable_note")),
         Rule("outlier", pl.col("_outliers") == pl.col("workloads_total"), pl.lit("inconclusive"), **basis,
@@ -238,35 +230,20 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
              sentence=_text("its control ", control, " moved alone (", ctl_est, ") while ", who, " stayed flat (", raw_est,
                             "): a change of the baseline, not of ", who)),
         Rule(OPPOSED, subject & A & R & ((adj > 0) != (raw > 0)) & (raw.abs() >= math.log1p(options.threshold)),
-             pl.lit("inconclusive"), **_on("adj"),
-             sentence=_text(who, " moved ", adj_est, " against its control ", control, " (", ctl_est, ") but ",
-                            raw_est, " on its own: the two point opposite ways, and its control alone cannot"
-                            " tell whether the machine moved or the control did")),
+             pl.lit("inconclusive"), **_on("adj"), sentence=said[OPPOSED]),
         Rule("adjusted", subject & A, _direction(adj), **_on("adj"),
              sentence=_text(who, " moved ", adj_est, " against its control ", control, " (", pct(ctl.exp() - 1.0), ")")),
         Rule("drift", subject & has_adj & R & (raw.abs() >= math.log1p(options.threshold)) & moved_with, pl.lit("drift"), **_on("raw"),
              sentence=_text("the machine moved, not the kernel: ", who, " ", raw_est, " and its control ", control, " ", ctl_est,
                             " (adjusted ", adj_est, ")")),
         Rule("raw", R & ~(has_adj & moved_with) & raw_floor(raw, has_adj, options)
-             & raw_apart(raw, ctl, pl.col("ctl_se"), has_adj), _direction(raw), **_on("raw"),
-             sentence=_text(who, " moved ", raw_est,
-                            pl.when(has_adj).then(_text(" while its control ", control, " did not move with it (", pct(ctl.exp() - 1.0), ")"))
-                            .otherwise(pl.lit(" over the sweep (no control measured the machine)")))),
-        Rule(SMALL_RAW, R & ~(has_adj & moved_with), pl.lit("inconclusive"), **_on("raw"),
-             sentence=pl.when(raw_floor(raw, has_adj, options))
-             .then(_text(who, " moved ", raw_est, " and its control ", control, " ", ctl_est,
-                         ": too near to rule out that the machine moved both"))
-             .otherwise(_text(who, " moved ", raw_est, " while its control ", control, " did not move with it (",
-                              pct(ctl.exp() - 1.0), f"): under the {options.resolution * options.threshold:.0%} a change must reach"
-                              " without its control's support"))),
+             & raw_apart(raw, ctl, pl.col("ctl_se"), has_adj), _direction(raw), **_on("raw"), sentence=said["raw"]),
+        Rule(SMALL_RAW, R & ~(has_adj & moved_with), pl.lit("inconclusive"), **_on("raw"), sentence=said[SMALL_RAW]),
         Rule("lone", (pl.col("_lone_n") > 0) & lone_floor(lone, options), drift_or(lone), change=lone,
              se=pl.col("_lone_se"), adjusted=pl.col("_lone_adjusted"), workloads=pl.col("_lone_names"),
              sentence=_lone_sentence(_est(basis["change"], basis["se"]), control)),
         Rule(SMALL_LONE, pl.col("_lone_n") > 0, pl.lit("inconclusive"), change=lone, se=pl.col("_lone_se"),
-             adjusted=pl.col("_lone_adjusted"), workloads=pl.col("_lone_names"),
-             sentence=_text(_lone_sentence(_est(basis["change"], basis["se"]), control),
-                            f": under the {options.resolution * options.threshold:.0%} one workload must reach"
-                            " beside a sweep that did not move")),
+             adjusted=pl.col("_lone_adjusted"), workloads=pl.col("_lone_names"), sentence=said[SMALL_LONE]),
         Rule("gross", pl.col("_gross"), drift_or(pl.col("_median_log")), change=pl.col("_median_log"),
              se=pl.lit(None, pl.Float64), adjusted=pl.lit(False),
              workloads=pl.when(pl.col("_median_log") > 0).then(pl.col("_raw_up_names")).otherwise(pl.col("_raw_down_names")),
@@ -282,72 +259,34 @@ def rules(options: JudgeOptions) -> tuple[Rule, ...]:
     )  # fmt: skip
 
 
-def raw_floor(raw: pl.Expr, has_adj: pl.Expr, options: JudgeOptions) -> pl.Expr:
-    """The ``raw`` rule's size floor: with a control, the subject's own change must reach
-    ``resolution * threshold`` (9%), what the judge promises to resolve.
-
-    The ``raw`` rule comes after ``adjusted``: with a control it decides only where the
-    control-adjusted change is not flagged, on the subject's own change, whose standard
-    error leaves out the control's noise.  Where the control stayed flat, that change is
-    the machine's move plus the subject's own sitting offset, with nothing beside it to
-    confirm that the offset was small (the grid's models draw it at 3% in a shifted
-    sitting, the realistic model's share of a quarter).  On the grid of noise models
-    (``bench/detection.py --grid``, 17 models, seeds 0 1) the 36 false findings of this
-    rule with a control sat at a median |change| of 8.3% and a median sitting noise of
-    1.5%, the 88 regressions of 10% or more it found at 20.7% and 4.7%; with the floor the
-    grid's false findings fall 73 -> 55 and those regressions found 876 -> 875; on the
-    realistic corpora of ``bench/detection.py`` (seeds 0-59) false findings 161 -> 102 of
-    17,459, regressions of 10% or more found 610 -> 608 of 678, of 3% 51 -> 42 of 94
-    (under the floor by construction); on Liger's CI history 6 regressions and
-    improvements of 2.5-9.0% on the H200 become ``raw_small``.  Without a control there is nothing else to
-    judge by, and no floor.  As for the ``lone`` rule on its own step
-    (:func:`kiana.stats.aggregate._noisy_control`), without the control's support a
-    finding's size is part of its evidence."""
-    return ~has_adj | (raw.abs() >= math.log1p(options.resolution * options.threshold))
-
-
-#: How many of its own standard errors the control must stay from the subject's move
-#: for the ``raw`` rule (:func:`raw_apart`).
-RAW_APART_Z = 2.0
-
-
-def raw_apart(raw: pl.Expr, ctl: pl.Expr, ctl_se: pl.Expr, has_adj: pl.Expr) -> pl.Expr:
-    """The ``raw`` rule beside a control: the control stayed at least
-    :data:`RAW_APART_Z` of its own standard errors short of the subject's move (``(raw -
-    ctl)``, in the subject's direction).
-
-    The ``raw`` rule reads the subject's own change as the kernel's because its control
-    did not move with it (:func:`kiana.stats.controls.control_moved`: the same way, at
-    least half as far, and beyond half the separation of its own noise).  A control that
-    moved a third to a half of the way, within two of its standard errors of the whole
-    move, neither confirms that the machine moved nor rules it out: the machine may have
-    moved both (then the subject's change is the machine's), or the subject alone.  Such
-    a finding is ``inconclusive`` (basis ``raw_small``) and leans the subject's way.  On
-    the grid of noise models (``bench/detection.py --grid``, seeds 0 1) these were 3 of the
-    4 drift groups the ``raw`` rule called a change and 2 of its 18 false findings, and 2
-    of its 80 regressions of 10% or more found, each of them with a drift of the machine
-    beside it (their raw change 1.4-1.5 times the true one)."""
-    apart = pl.when(raw > 0).then(raw - ctl).otherwise(ctl - raw) >= RAW_APART_Z * ctl_se
-    return (~has_adj | apart | ctl_se.is_null() | ctl.is_null()).fill_null(True)
-
-
-def lone_floor(lone: pl.Expr, options: JudgeOptions) -> pl.Expr:
-    """The ``lone`` rule's size floor: one workload off the rest of a sweep that did not
-    move must be off by ``resolution * threshold`` (9%), what the judge promises to
-    resolve.
-
-    A lone workload is one draw judged at the deep tail of the per-workload noise (the
-    Bonferroni-corrected :func:`kiana.stats.pooling.lone_z`), the part of the noise model
-    its fit determines least: a GPU whose workload tail is fitted t10 while the truth is
-    t2 passes single workloads 8-48% off their sweep (``bench/README.md``, the grid's
-    ``t2 tails``), and no other workload of the sweep confirms the move.  So, as for the
-    ``raw`` rule beside a control (:func:`raw_floor`) and the lone rule on its own step
-    (:func:`kiana.stats.aggregate._noisy_control`), its size is part of its evidence.  On
-    the grid of noise models (``bench/detection.py --grid``, 17 models, seeds 0 1) 9 of
-    the 24 false ``lone`` findings were under 9% (3.4-8.9%), while the 122 regressions of
-    10% or more it found were all 19% or more.  Under the floor the finding is
-    ``inconclusive`` with basis ``lone_small``."""
-    return (lone.abs() >= math.log1p(options.resolution * options.threshold)).fill_null(False)
+def _move_sentences(options: JudgeOptions, sweep: pl.Expr) -> dict[str, pl.Expr]:
+    """The first clauses of the rules that weigh the subject's own move against its
+    control's (``opposed``, ``raw``, ``raw_small``, ``lone_small``); ``sweep``: the
+    finding's pooled estimate, as the lone sentence shows it."""
+    raw, ctl, has_adj = pl.col("raw_mu"), pl.col("ctl_mu"), pl.col("adj_mu").is_not_null()
+    raw_est, ctl_est = _est(raw, pl.col("raw_se")), _est(ctl, pl.col("ctl_se"))
+    who, control, floor = (
+        pl.col("provider"),
+        pl.col("control_provider"),
+        options.resolution * options.threshold,
+    )
+    flat = _text(
+        " while its control ", control, " did not move with it (", pct(ctl.exp() - 1.0), ")"
+    )
+    return {
+        OPPOSED: _text(who, " moved ", _est(pl.col("adj_mu"), pl.col("adj_se")), " against its control ", control,
+                       " (", ctl_est, ") but ", raw_est, " on its own: the two point opposite ways, and its"
+                       " control alone cannot tell whether the machine moved or the control did"),
+        "raw": _text(who, " moved ", raw_est, pl.when(has_adj).then(flat)
+                     .otherwise(pl.lit(" over the sweep (no control measured the machine)"))),
+        SMALL_RAW: pl.when(raw_floor(raw, has_adj, options))
+        .then(_text(who, " moved ", raw_est, " and its control ", control, " ", ctl_est,
+                    ": too near to rule out that the machine moved both"))
+        .otherwise(_text(who, " moved ", raw_est, flat, f": under the {floor:.0%} a change must reach"
+                         " without its control's support")),
+        SMALL_LONE: _text(_lone_sentence(sweep, control), f": under the {floor:.0%} one workload must reach"
+                          " beside a sweep that did not move"),
+    }  # fmt: skip
 
 
 def _ruled_out(mu: pl.Expr, se: pl.Expr, median: pl.Expr, options: JudgeOptions) -> pl.Expr:

@@ -40,10 +40,11 @@ import polars as pl
 
 from kiana.stats.aggregate import aggregate
 from kiana.stats.evidence import control_clause, finding_noise, fold_baselines
+from kiana.stats.floors import OPPOSED, SMALL_LONE, SMALL_RAW
 from kiana.stats.options import JudgeOptions
 from kiana.stats.packing import pack
 from kiana.stats.pooling import KEYS, sign_confidence
-from kiana.stats.rules import OPPOSED, SMALL_LONE, SMALL_RAW, pick_rule, rules, split
+from kiana.stats.rules import pick_rule, rules, split
 from kiana.stats.unstable import finding_marks
 from kiana.vocabulary import FINDING_KEYS, verdict_rank
 
@@ -186,8 +187,8 @@ def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
 
 #: Bases whose ``inconclusive`` no rerun of the subject resolves: its own change is
 #: separated already, and what it lacks is its control's support, the size a change
-#: needs without it, or a second control (:func:`kiana.stats.rules.raw_floor`, :func:`~kiana.stats.rules.raw_apart`,
-#: :func:`~kiana.stats.rules.lone_floor`).
+#: needs without it, or a second control (:func:`kiana.stats.floors.raw_floor`, :func:`~kiana.stats.floors.raw_apart`,
+#: :func:`~kiana.stats.floors.lone_floor`).
 FLOORED = (SMALL_RAW, SMALL_LONE, OPPOSED)
 
 

@@ -49,8 +49,9 @@ import math
 import polars as pl
 
 from kiana.stats.evidence import pct
+from kiana.stats.floors import SMALL_RAW
 from kiana.stats.options import JudgeOptions
-from kiana.stats.rules import EQUIVALENCE_Z, SMALL_RAW
+from kiana.stats.rules import EQUIVALENCE_Z
 from kiana.vocabulary import FINDING_KEYS, TOOLCHAIN
 
 #: Untouched kernels of the same provider and sittings the common move needs, at least.
@@ -93,7 +94,7 @@ def common_moves(findings: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.col("change").log1p().median().alias("_k"))
         .rename({"kernel": "_other"})
     )
-    # A raw move under its floor (rules.raw_floor) is a move the toolchain may explain too.
+    # A raw move under its floor (floors.raw_floor) is a move the toolchain may explain too.
     moved = pl.col("verdict").is_in(["regression", "improvement"]) | (pl.col("basis") == SMALL_RAW)
     flagged = known.filter(moved).select(*keys, "from_origin", "to_origin")
     if flagged.height == 0 or quiet.height == 0:
@@ -118,7 +119,7 @@ def common_moves(findings: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
 
 def adjust(findings: pl.DataFrame, steps: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     """``findings`` with each regression or improvement (or ``raw`` move under its floor,
-    basis :data:`kiana.stats.rules.SMALL_RAW`) that moved with its provider's untouched
+    basis :data:`kiana.stats.floors.SMALL_RAW`) that moved with its provider's untouched
     kernels made ``drift`` (module docstring); the rows in their order."""
     if findings.height == 0:
         return findings
