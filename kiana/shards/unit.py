@@ -220,8 +220,7 @@ def gpu_rows(stage: _Stage) -> pl.DataFrame:
     """Per GPU: its steps, the share its calibration rests on and their cut, its
     judged runs (the stage's counts)."""
     steps: pl.DataFrame = stage.steps
-    frame: pl.DataFrame = stage.frame
-    judged = dict(frame.group_by("gpu").len().iter_rows())
+    judged = stage.gpu_runs
     timed = steps.select("gpu", step_time().alias("_t"))
     rows = []
     for gpu in sorted(judged):
