@@ -90,6 +90,10 @@ def judge_unit(
     )  # fmt: skip
     cal = judgement.calibration
     points = point_frame(stage, cal, options)
+    # What the unit reads of the stage, taken now: the stage's frames (the steps, every
+    # point) are not held through the change-point search (issue 41).
+    aa, gpus, renamed = aa_steps(stage, points), gpu_rows(stage), stage.renames
+    del stage
     values, noise, heads = cp_series(points)
     found: dict[int, creep.Found] = {}
     if options.changepoints:
@@ -99,13 +103,13 @@ def judge_unit(
         steps=with_pos(judgement.steps, points),
         findings=judgement.findings,
         outliers=outlier_rows(judgement.quality, points),
-        aa=aa_steps(stage, points),
+        aa=aa,
         points=points,
         segments=segments(heads, found),
         changepoints=changepoint_rows(heads, values, found),
         calibration=(cal or Calibration.empty()).frame,
-        gpus=gpu_rows(stage),
-        renames=stage.renames,
+        gpus=gpus,
+        renames=renamed,
     )
     return judgement, unit
 
@@ -137,7 +141,12 @@ def cp_series(
     """The change-point search's series of ``points`` (as
     :func:`kiana.stats.changepoints.changepoints` builds them): values, noise and
     each series' keys, labels and versions (``found`` left empty)."""
-    usable = points.filter(pl.col("cp_index").is_not_null()).sort(*SERIES_KEYS, "position")
+    read = [*SERIES_KEYS, *SERIES_LABELS, "is_subject", "version", "position", "log_median"]
+    usable = (
+        points.filter(pl.col("cp_index").is_not_null())
+        .select(*read, "sigma")
+        .sort(*SERIES_KEYS, "position")
+    )
     if usable.height == 0:
         return [], [], []
     cuts = (
