@@ -84,8 +84,11 @@ def judge_unit(
     ``calibration``) and give the stored frames (module docstring).  Change points are
     searched here from scratch; :mod:`kiana.shards.incremental` resumes them instead."""
     stage = stage_of(runs, options, code_changes)
+    # Nothing after the stage reads the runs: a caller that passes them without keeping
+    # them (the worker) holds none through the judge (0.08 GiB at 400k runs, issue 41).
+    del runs
     judgement = judge_stage(
-        stage, runs, dataclasses.replace(options, changepoints=False), calibration=calibration,
+        stage, dataclasses.replace(options, changepoints=False), calibration=calibration,
         require_baseline=False,
     )  # fmt: skip
     cal = judgement.calibration

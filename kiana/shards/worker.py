@@ -118,13 +118,15 @@ def main(job: str) -> None:
     kind, path, options, folder, index, changes, done = pickle.loads(Path(job).read_bytes())
     result: object
     try:
-        runs = pl.read_parquet(path)
         if kind == "unit":
             from kiana.shards.tables import write_unit
             from kiana.shards.unit import judge_unit
 
-            result = write_unit(judge_unit(runs, options, changes)[1], folder, index)
+            # The runs passed, not kept: judge_unit lets them go after its first stage.
+            unit = judge_unit(pl.read_parquet(path), options, changes)[1]
+            result = write_unit(unit, folder, index)
         else:
+            runs = pl.read_parquet(path)
             result = write_judgement(
                 judge_shard(runs, options, changes), runs.height, folder, index
             )

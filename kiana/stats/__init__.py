@@ -86,7 +86,7 @@ from kiana.stats.sweeps import FINDING_COLUMNS, order_findings
 from kiana.stats.sweeps import findings as _findings
 from kiana.stats.tradeoffs import tradeoffs as _tradeoffs
 from kiana.stats.versions import check_baseline, gpu_version_ranks, parse_version, version_table
-from kiana.vocabulary import ROLES, VERDICTS, Role, Verdict
+from kiana.vocabulary import ROLES, SERIES_KEYS, VERDICTS, Role, Verdict
 
 __all__ = [
     "FINDING_COLUMNS",
@@ -153,10 +153,15 @@ class _Stage:
     """The judge's first stages: the judged runs per GPU, every session point, the judged
     points, the steps, and the workloads joined to a later form
     (:mod:`kiana.stats.renames`).  The judged runs themselves are not kept: nothing after
-    the points reads them, and for a 400k-run GPU they are 0.1 GiB held to the end."""
+    the points reads them, and for a 400k-run GPU they are 0.1 GiB held to the end; the
+    runs are not read after it either (their series are), so a caller that lets them go
+    holds no runs through the judge."""
 
     #: Per GPU, its judged runs (passed, with a median).
     gpu_runs: dict[str, int]
+    #: Every series of the runs, judged or not, with its runs' roles (what
+    #: :func:`~kiana.stats.coverage.coverage` counts), one row each.
+    series: pl.DataFrame
     versions: pl.DataFrame
     all_points: pl.DataFrame
     points: pl.DataFrame
@@ -166,6 +171,7 @@ class _Stage:
 
 def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges | None) -> _Stage:
     frame = judgeable(runs, options.session_gap)
+    series = runs.select(*SERIES_KEYS, "role").unique(maintain_order=True)
     joined = renames.find(frame)
     frame = renames.apply(frame, joined)
     versions = version_table(frame)
@@ -185,7 +191,7 @@ def _stage(runs: pl.DataFrame, options: JudgeOptions, code_changes: CodeChanges 
     steps = pair_points(pts, options)
     steps = mark_changes(mark_reruns(steps, options.session_gap), code_changes)
     steps = unstable.mark_kernel_changes(steps, code_changes)
-    return _Stage(gpu_runs, versions, all_points, pts, steps, joined)
+    return _Stage(gpu_runs, series, versions, all_points, pts, steps, joined)
 
 
 def calibrate(
@@ -242,8 +248,8 @@ def judge(
     gives for this GPU)."""
     options = options or JudgeOptions()
     return judge_stage(
-        _stage(runs, options, code_changes), runs, options,
-        calibration=calibration, require_baseline=require_baseline,
+        _stage(runs, options, code_changes), options, calibration=calibration,
+        require_baseline=require_baseline,
     )  # fmt: skip
 
 
@@ -259,7 +265,7 @@ _SET_UP: tuple[str, ...] = (
 
 
 def judge_stage(
-    stage: _Stage, runs: pl.DataFrame, options: JudgeOptions, *,
+    stage: _Stage, options: JudgeOptions, *,
     calibration: Calibration | None = None, require_baseline: bool = True,
 ) -> Judgement:  # fmt: skip
     """:func:`judge` from its first stage (``_stage`` of ``runs``, computed once by a
@@ -303,7 +309,9 @@ def judge_stage(
         changepoints=_no_nan(cps),
         versions=stage.versions,
         runs_judged=sum(stage.gpu_runs.values()),
-        coverage=coverage(stage.all_points, steps, options, runs, reruns=aa, renames=stage.renames),
+        coverage=coverage(
+            stage.all_points, steps, options, stage.series, reruns=aa, renames=stage.renames
+        ),
         quality=_quality(stage, outliers, shaky, aa),
         tradeoffs=_no_nan(_tradeoffs(found, options.session_gap)),
         calibration=calibration,
