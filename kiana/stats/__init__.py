@@ -343,8 +343,12 @@ def _with_bridges(
         return found
     paired = pair_points(bridges.bridge_points(stage.points, cands), options)
     grouped = group_key(bridges.mark(paired, stage.steps, cands))
+    del paired
     noise = _sigmas(calibration, options, grouped)
-    steps = decide(attach_controls(measure(noise(grouped)), stage.points, noise, options), options)
+    steps = measure(noise(grouped))
+    del grouped
+    steps = attach_controls(steps, stage.points, noise, options).drop(_SET_UP, strict=False)
+    steps = decide(steps, options)
     steps = unstable.mark(bridges.mark_outliers(steps, outliers), shaky)
     judged = _findings(steps, options)
     kept = bridges.keep(_no_nan(judged), cands, options)
