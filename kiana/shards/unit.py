@@ -168,7 +168,9 @@ def cp_series(
     )
     values = np.split(usable["log_median"].to_numpy().astype(np.float64), cuts)
     noise = np.split(usable["sigma"].fill_null(np.nan).to_numpy().astype(np.float64), cuts)
-    versions = usable["version"].to_list()
+    # One str object per label, not per point (400k points, 514 labels: issue 41).
+    labels_of: dict[str, str] = {}
+    versions = [labels_of.setdefault(v, v) for v in usable["version"].to_list()]
     labels = usable.select(*SERIES_KEYS, *SERIES_LABELS, "is_subject")
     starts = [0, *cuts.tolist()]
     heads = [
@@ -214,7 +216,10 @@ def segments(heads: list[creep.Series], found: dict[int, creep.Found]) -> pl.Dat
 
 def with_pos(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     """``frame`` (steps) with :data:`POS`: the position of its later session's point."""
-    at = points.select(*SERIES_KEYS, *_TO.values(), pl.col("position").alias(POS))
+    # No rows (the A/A steps of most shards): the join against no point, the same frame.
+    at = (points if frame.height else points.clear()).select(
+        *SERIES_KEYS, *_TO.values(), pl.col("position").alias(POS)
+    )
     right = at.rename({v: k for k, v in _TO.items()})
     on = [*SERIES_KEYS, *_TO]
     return frame.join(right, on=on, how="left", nulls_equal=True, maintain_order="left")
