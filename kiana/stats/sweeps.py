@@ -185,11 +185,16 @@ def _numbers(g: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     return order_findings(g.select(FINDING_COLUMNS))
 
 
-#: Bases whose ``inconclusive`` no rerun of the subject resolves: its own change is
-#: separated already, and what it lacks is its control's support, the size a change
-#: needs without it, or a second control (:func:`kiana.stats.floors.raw_floor`, :func:`~kiana.stats.floors.raw_apart`,
-#: :func:`~kiana.stats.floors.lone_floor`).
-FLOORED = (SMALL_RAW, SMALL_LONE, OPPOSED)
+#: Bases whose ``inconclusive`` no rerun of the subject resolves, with what the evidence
+#: says instead of reruns: its own change is separated already, and what it lacks is its
+#: control's support, the size a change needs without it, or a second control
+#: (:func:`kiana.stats.floors.raw_floor`, :func:`~kiana.stats.floors.raw_apart`,
+#: :func:`~kiana.stats.floors.lone_floor`, :data:`~kiana.stats.floors.OPPOSED`).
+FLOORED: dict[str, str] = {
+    SMALL_RAW: "; more runs of the kernel alone will not resolve it: more of its control's, or a second baseline, would",
+    OPPOSED: "; more runs will not resolve it: a second baseline would",
+    SMALL_LONE: "; reruns alone will not resolve it",
+}  # fmt: skip
 
 
 def _reruns(options: JudgeOptions) -> pl.Expr:
@@ -224,12 +229,8 @@ def _evidence(options: JudgeOptions) -> pl.Expr:
     reruns = (
         pl.when(pl.col("reruns").is_not_null())
         .then(pl.lit("; about ") + pl.col("reruns").cast(pl.String) + pl.lit(f" run(s) per session on each side would resolve a {t} change"))
-        .when(pl.col("basis") == SMALL_RAW)
-        .then(pl.lit("; more runs of the kernel alone will not resolve it: more of its control's, or a second baseline, would"))
-        .when(pl.col("basis") == OPPOSED)
-        .then(pl.lit("; more runs will not resolve it: a second baseline would"))
-        .when(pl.col("basis") == SMALL_LONE)
-        .then(pl.lit("; reruns alone will not resolve it"))
+        .when(pl.col("basis").is_in(list(FLOORED)))
+        .then(pl.col("basis").replace_strict(FLOORED, default=None, return_dtype=pl.String))
         .when((pl.col("verdict") == "inconclusive") & (pl.col("basis") != "unstable"))
         .then(pl.lit("; the workloads or the sittings scatter too much: reruns alone will not resolve it"))
         .otherwise(pl.lit(""))
