@@ -66,7 +66,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kiana.stats import bridges, renames, restless, toolchain, unstable
+from kiana.stats import batches, bridges, renames, restless, toolchain, unstable
+from kiana.stats.batches import KEPT, ROW, batch, gpu_wide, kernel_batches, restore
 from kiana.stats.calfit import earliest, fit, state_factors
 from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
@@ -82,7 +83,7 @@ from kiana.stats.series import judgeable, points
 from kiana.stats.sessions import session_label
 from kiana.stats.states import group_key
 from kiana.stats.steps import decide, measure, pair_points
-from kiana.stats.sweeps import FINDING_COLUMNS, order_findings
+from kiana.stats.sweeps import FINDING_CHUNK, FINDING_COLUMNS, order_findings
 from kiana.stats.sweeps import findings as _findings
 from kiana.stats.tradeoffs import tradeoffs as _tradeoffs
 from kiana.stats.versions import check_baseline, gpu_version_ranks, parse_version, version_table
@@ -282,14 +283,12 @@ def judge_stage(
     )
     shaky = unstable.detect(pts, grouped, options)
     cps = _changepoints(pts, options) if options.changepoints else empty_changepoints()
-    steps = measure(noise(grouped.filter(~pl.col("aa"))))
+    judged = grouped.filter(~pl.col("aa"))
     # Held no longer than read (the change points read only the points, above): their
     # sigmas and the sitting groups are 0.04 GiB of a 400k-run GPU's judge (issue 41).
     del pts, grouped
-    steps = attach_controls(steps, stage.points, noise, options).drop(_SET_UP, strict=False)
-    steps = decide(steps, options)
-    steps, outliers = unstable.mark_outliers_and_unstable(steps, shaky, options)
-    found = _no_nan(_findings(steps, options))
+    steps, found, outliers = _decided(judged, stage, noise, shaky, options)
+    del judged
     if options.calibrate and calibration is not None and options.baseline is None:
         found = _with_bridges(found, stage, outliers, calibration, options, shaky)
     found = toolchain.adjust(found, stage.steps, options)
@@ -302,7 +301,6 @@ def judge_stage(
         found = order_findings(restless.mark_findings(found, wander))
     elif found.height:
         found = order_findings(found)
-    steps = _no_nan(_narrow(steps))
     return Judgement(
         steps=steps,
         findings=found,
@@ -316,6 +314,40 @@ def judge_stage(
         tradeoffs=_no_nan(_tradeoffs(found, options.session_gap)),
         calibration=calibration,
     )
+
+
+def _decided(
+    judged: pl.DataFrame, stage: _Stage, noise: Sigmas, shaky: pl.DataFrame,
+    options: JudgeOptions,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:  # fmt: skip
+    """The ``judged`` steps (grouped, not A/A) measured, controlled, decided and their
+    outliers and unstable series marked, then narrowed (:data:`STEP_COLUMNS`, NaN made
+    null); their findings (NaN made null) and outlier rows.  :data:`JUDGE_CHUNK` steps
+    of whole kernels at a time (:mod:`kiana.stats.batches`: the same frames)."""
+    # Batches only where the findings would be cut into kernels and ordered whole anyway
+    # (:func:`kiana.stats.sweeps.findings`): the stages after read them in that order.
+    whole = judged.height <= FINDING_CHUNK
+    cut = kernel_batches(judged, judged.height if whole else batches.JUDGE_CHUNK)
+    gpu = None
+    if len(cut) > 1:
+        gpu = gpu_wide(judged, noise, cut)
+        judged = judged.with_row_index(ROW)
+    parts, found, outliers = [], [], []
+    for keys in cut:
+        steps = measure(noise(judged if len(cut) == 1 else batch(judged, keys)))
+        steps = attach_controls(steps, stage.points, noise, options, gpu)
+        steps = decide(steps.drop(_SET_UP, strict=False), options)
+        steps, out = unstable.mark_outliers_and_unstable(steps, shaky, options)
+        found.append(_findings(steps, options))
+        outliers.append(out)
+        narrowed = _no_nan(_narrow(steps, len(cut) > 1))
+        del steps
+        parts.append(narrowed.drop(KEPT) if len(cut) > 1 else narrowed)
+    if len(cut) == 1:
+        return parts[0], _no_nan(found[0]), outliers[0]
+    steps = restore(parts, judged, STEP_COLUMNS)
+    found_all = _no_nan(order_findings(pl.concat(found)))
+    return steps, found_all, pl.concat(outliers, how="vertical_relaxed")
 
 
 def _quality(
@@ -357,7 +389,9 @@ def _with_bridges(
     return order_findings(pl.concat([found, kept], how="vertical_relaxed"))
 
 
-def _narrow(steps: pl.DataFrame) -> pl.DataFrame:
+def _narrow(steps: pl.DataFrame, row: bool = False) -> pl.DataFrame:
+    """:data:`STEP_COLUMNS` of the decided steps (and :data:`~kiana.stats.batches.ROW`
+    with ``row``)."""
     latency = pl.col("metric") == "latency"
     return steps.with_columns(
         *(
@@ -369,4 +403,4 @@ def _narrow(steps: pl.DataFrame) -> pl.DataFrame:
         pl.col("to_n_runs").alias("to_runs"),
         pl.col("workload_sigma").alias("workload_noise"),
         pl.col("sitting_sigma").alias("sitting_noise"),
-    ).select(STEP_COLUMNS)  # fmt: skip
+    ).select(*STEP_COLUMNS, *([ROW] if row else []))  # fmt: skip

@@ -153,9 +153,19 @@ def gpu_controls(steps: pl.DataFrame) -> pl.DataFrame:
     )  # fmt: skip
 
 
+def with_days(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (steps) with the days of its sessions, ``_from_day`` and ``_to_day``
+    (what :func:`gpu_controls` groups by beside the GPU, metric and versions)."""
+    return frame.with_columns(
+        pl.col("from_session").str.slice(0, 10).alias("_from_day"),
+        pl.col("to_session").str.slice(0, 10).alias("_to_day"),
+    )
+
+
 def attach_controls(
-    steps: pl.DataFrame, points: pl.DataFrame, sigmas: Sigmas, options: JudgeOptions
-) -> pl.DataFrame:
+    steps: pl.DataFrame, points: pl.DataFrame, sigmas: Sigmas, options: JudgeOptions,
+    gpu: pl.DataFrame | None = None,
+) -> pl.DataFrame:  # fmt: skip
     """Add the control columns to subject steps (null elsewhere): ``control_provider``,
     ``control_log_ratio``, ``control_noise`` (its per-workload part),
     ``control_offset_var`` (the variance all its workloads share: its sitting offset,
@@ -165,7 +175,12 @@ def attach_controls(
     ``adjusted_offset_var`` (shared), ``adjusted_noise``, ``adjusted_change`` and
     ``adjusted_severity`` (module docstring).  ``steps``
     carry ``is_subject``, ``log_ratio``, ``wnoise``, ``noise``, ``sitting_sigma`` and
-    ``benchmark_changed``; ``sigmas`` adds the calibrated sigmas to a frame."""
+    ``benchmark_changed``; ``sigmas`` adds the calibrated sigmas to a frame.  ``gpu``:
+    the GPU-wide fallback (:func:`gpu_controls`) of every step of the GPUs of ``steps``,
+    when ``steps`` are some of their kernels only (the judge's batches,
+    :mod:`kiana.stats.batches`); by default measured on ``steps``.  Nothing else reads
+    another kernel: a step's candidates are its partition's baselines, the medoid is
+    chosen within one kernel's sweep."""
     cands = candidates(steps, points)
     cands = sigmas(
         cands.rename({"control_source": "noise_source"}).with_columns(
@@ -183,7 +198,7 @@ def attach_controls(
     frame = steps.join(
         chosen, on=[*STEP_KEYS, "provider", "workload"], how="left", maintain_order="left"
     )
-    frame = _gpu_fallback(frame, points)
+    frame = _gpu_fallback(frame, points, gpu)
     on = pl.col("is_subject") & pl.col("control_log_ratio").is_not_null()
     frame = (
         frame.with_columns(
@@ -225,16 +240,18 @@ def _ratio(a: str, b: str) -> pl.Expr:
     return pl.when(pl.col(b) > 0).then(pl.col(a) / pl.col(b)).otherwise(None)
 
 
-def _gpu_fallback(frame: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
+def _gpu_fallback(
+    frame: pl.DataFrame, points: pl.DataFrame, gpu: pl.DataFrame | None
+) -> pl.DataFrame:
     """Fill the control of subject latency steps whose partition has no baseline at all
-    (and whose benchmark did not change) with the GPU-wide control."""
+    (and whose benchmark did not change) with the GPU-wide control (``gpu``, by default
+    that of ``frame``)."""
     with_base = points.filter(~pl.col("is_subject")).select("partition_id").unique()
-    frame = frame.with_columns(
-        pl.col("from_session").str.slice(0, 10).alias("_from_day"),
-        pl.col("to_session").str.slice(0, 10).alias("_to_day"),
+    frame = with_days(frame).with_columns(
         pl.col("partition_id").is_in(with_base["partition_id"].implode()).alias("_has_base"),
     )
-    gpu = gpu_controls(frame)
+    if gpu is None:
+        gpu = gpu_controls(frame)
     frame = frame.join(gpu, on=list(GPU_KEYS), how="left", maintain_order="left")
     use = (
         pl.col("is_subject")

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+import kiana.stats.batches
 import kiana.stats.sweeps
 from kiana.generate import CorpusConfig, generate
 from kiana.generate.config import DEFAULT_GPUS
@@ -42,3 +43,20 @@ def test_chunks_hold_whole_kernels_of_a_gpu(runs: pl.DataFrame) -> None:
     assert len(parts) > 2
     assert owners.height == steps.select("gpu", "kernel").n_unique()
     assert sum(p.height for p in parts) == steps.height
+
+
+def test_the_judge_is_the_same_in_batches_of_kernels(
+    runs: pl.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kiana.stats.batches``: steps decided ``JUDGE_CHUNK`` at a time (whole kernels of
+    a GPU) give the same steps, findings and quality as all of them together."""
+    whole = judge(runs, JudgeOptions())
+    monkeypatch.setattr(kiana.stats, "FINDING_CHUNK", 10)
+    monkeypatch.setattr(kiana.stats.batches, "JUDGE_CHUNK", 10)
+    assert len(kiana.stats.batches.kernel_batches(whole.steps, 10)) > 2
+    batched = judge(runs, JudgeOptions())
+    assert whole.findings.height > 20
+    assert_frame_equal(batched.steps, whole.steps)
+    assert_frame_equal(batched.findings, whole.findings)
+    assert_frame_equal(batched.quality, whole.quality)
+    assert batched.coverage == whole.coverage
