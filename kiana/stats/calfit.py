@@ -52,7 +52,12 @@ from kiana.stats.calibration import (
     prior_center,
 )  # fmt: skip
 from kiana.stats.nullfit import DEFAULT_SHARE, GRID, TAILS, fit_cells
-from kiana.stats.nullsamples import contrast_samples, sitting_samples, workload_samples
+from kiana.stats.nullsamples import (
+    contrast_samples,
+    local_samples,
+    sitting_samples,
+    workload_samples,
+)
 
 #: Rounds of fitting the components and the sitting states in turn.
 ROUNDS = 2
@@ -357,8 +362,11 @@ def fit(steps: pl.DataFrame) -> Calibration:
     # (:mod:`kiana.stats.calibration`), given the last round's states.
     cs = _samples_with(contrast_samples(with_var), f2, "f2s")
     contrast = _fit(cs, "contrast", SITTING_LEVELS)
+    # The sitting offset without the machine's move in the GPU's release step: the
+    # adjusted noise of a GPU with too few contrasts.
+    local = _fit(_samples_with(local_samples(with_var), f2, "f2s"), "local", SITTING_LEVELS)
     state_rows = priors.with_columns(
         pl.lit("state").alias("component"), pl.lit("gpu").alias("level")
     ) if priors.height else pl.DataFrame(schema=CALIBRATION_SCHEMA)  # fmt: skip
-    frame = pl.concat([workload, sitting, contrast, state_rows], how="diagonal_relaxed")
+    frame = pl.concat([workload, sitting, contrast, local, state_rows], how="diagonal_relaxed")
     return Calibration(frame.select(CALIBRATION_SCHEMA.keys()).cast(CALIBRATION_SCHEMA))  # type: ignore[arg-type]

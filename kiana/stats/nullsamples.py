@@ -142,3 +142,61 @@ def contrast_samples(steps: pl.DataFrame) -> pl.DataFrame:
         "_group", "gpu", "metric", "kernel", "x", "q2", pl.lit(2.0).alias("c"),
         (~pl.col("aa")).alias("may_change"),
     )  # fmt: skip
+
+
+#: Baseline sweeps of other providers a GPU's release step needs before their median is
+#: taken for the machine's move in it (:func:`local_samples`).
+MIN_STEP_SWEEPS = 3
+
+
+def local_samples(steps: pl.DataFrame) -> pl.DataFrame:
+    """Baseline and A/A sweep means less the machine's move in their GPU's release step,
+    ``c = 1``: what a sitting's offset holds besides the move every provider of the GPU
+    shares (the sitting component without its common part at the GPU's level).
+
+    The move of a release step (its ``gpu``, ``metric``, ``from_version`` and
+    ``to_version``) is taken, for each provider, as the median of the baseline sweep
+    means of the *other* providers in that step (every kernel and pass of it), where
+    there are at least :data:`MIN_STEP_SWEEPS` of them; a sweep of a step with fewer
+    gives no sample.  Other providers, because a provider's own offset may be shared by
+    every kernel of a session (one process, one placement): a median that held it would
+    take the provider's own part for the machine's.  The median, not the mean: a
+    baseline's own change or a shifted sitting among them does not move it (the robust
+    location of a contaminated sample; Huber & Ronchetti 2009, "Robust Statistics",
+    ch. 3).  What is left holds the provider's own offset, the part its kernel's sitting
+    shares and the median's own error (the first two cancel in a control-adjusted
+    change, as the common move does; counting the median as exact, ``c = 1``, errs
+    towards more noise): it serves the adjusted changes of a GPU with too few contrasts
+    to fit the provider's own part (:func:`kiana.stats.calibration.with_contrast`).
+    ``steps`` carry ``_group`` and ``workload_var``."""
+    sitting = ["_group", "kernel", "pass", "gpu", "metric", "from_session", "to_session"]
+    q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
+    base = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
+    base = base.filter(~pl.col("is_subject") | pl.col("aa")).select(
+        *sitting, "provider", "aa", "log_ratio", q2.alias("_q2")
+    )
+    means = base.group_by(*sitting, "provider", "aa", maintain_order=True).agg(
+        pl.col("log_ratio").mean().alias("x"),
+        (pl.col("_q2").sum() / pl.len().pow(2)).alias("q2"),
+    )
+    # The release step: the sitting group's GPU, metric and versions (its kernel, origins
+    # and days left out; :func:`kiana.stats.states.group_key`).
+    release = pl.col("_group").str.split("\x1f").list.gather([0, 1, 3, 4]).list.join("\x1f")
+    keyed = means.with_columns(release.alias("_release"))
+    sources = keyed.filter(~pl.col("aa")).select("_release", pl.col("provider").alias("_other"),
+                                                 pl.col("x").alias("_x"))  # fmt: skip
+    centers = (
+        keyed.select("_release", "provider").unique()
+        .join(sources, on="_release", how="inner")
+        .filter(pl.col("_other") != pl.col("provider"))
+        .group_by("_release", "provider")
+        .agg(pl.col("_x").median().alias("_center"), pl.len().alias("_n"))
+        .filter(pl.col("_n") >= MIN_STEP_SWEEPS)
+    )  # fmt: skip
+    return (
+        keyed.join(centers, on=["_release", "provider"], how="inner", maintain_order="left")
+        .select(
+            "_group", "gpu", "metric", "kernel", (pl.col("x") - pl.col("_center")).alias("x"),
+            "q2", pl.lit(1.0).alias("c"), (~pl.col("aa")).alias("may_change"),
+        )
+    )  # fmt: skip
