@@ -77,6 +77,15 @@ def test_a_moving_machine_does_not_widen_adjusted_noise_without_contrasts() -> N
     assert raw["moving GPU"] > 1.25 * raw["calm GPU"]
 
 
+def _matches(fast: pl.DataFrame, want: list[tuple[float, float, bool]], c: float) -> None:
+    """The fast samples equal the reference's ``(x, q2, may_change)``, each of ``c``."""
+    assert (fast["c"] == c).all()
+    got = sorted(fast.select("x", "q2", "may_change").iter_rows())
+    assert len(got) == len(want) > 0
+    for g, w in zip(got, want, strict=True):
+        assert g[0] == pytest.approx(w[0]) and g[1] == pytest.approx(w[1]) and g[2] == w[2]
+
+
 def _local_reference(steps: pl.DataFrame) -> list[tuple[float, float, bool]]:
     """:func:`local_samples` with plain loops: ``(x, q2, may_change)`` sorted."""
     rows = [r for r in steps.iter_rows(named=True) if r["log_ratio"] is not None]
@@ -120,14 +129,7 @@ def test_local_samples_match_the_reference() -> None:
             "from_measured": float(rng.uniform(0, 0.01)), "to_measured": float(rng.uniform(0, 0.01)),
             "workload_var": 1e-5,
         })  # fmt: skip
-    steps = pl.DataFrame(rows)
-    fast = local_samples(steps)
-    assert (fast["c"] == 1.0).all()
-    got = sorted(fast.select("x", "q2", "may_change").iter_rows())
-    want = _local_reference(steps)
-    assert len(got) == len(want) > 0
-    for g, w in zip(got, want, strict=True):
-        assert g[0] == pytest.approx(w[0]) and g[1] == pytest.approx(w[1]) and g[2] == w[2]
+    _matches(local_samples(pl.DataFrame(rows)), _local_reference(pl.DataFrame(rows)), 1.0)
 
 
 def test_a_release_step_of_one_other_provider_gives_no_local_sample() -> None:
@@ -181,14 +183,7 @@ def test_contrast_samples_match_the_reference() -> None:
             "from_measured": float(rng.uniform(0, 0.01)), "to_measured": float(rng.uniform(0, 0.01)),
             "workload_var": 1e-5,
         })  # fmt: skip
-    steps = pl.DataFrame(rows)
-    fast = contrast_samples(steps)
-    assert (fast["c"] == 2.0).all()
-    got = sorted(fast.select("x", "q2", "may_change").iter_rows())
-    want = _contrast_reference(steps)
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        assert g[0] == pytest.approx(w[0]) and g[1] == pytest.approx(w[1]) and g[2] == w[2]
+    _matches(contrast_samples(pl.DataFrame(rows)), _contrast_reference(pl.DataFrame(rows)), 2.0)
 
 
 def _contrast_sigma(contrasts: int, local: tuple[float, int] = (0.01, 0)) -> float:
