@@ -53,8 +53,8 @@ heavy-tailed two-groups model of :mod:`kiana.stats.nullfit`:
   (conservative: it holds the common part too).  On the grid of noise models, six seeds
   (``bench/README.md``): ``drift 1/3, 20%`` >= 10% found 130 -> 137 of 157 (false 7 ->
   12 of 1239), ``corner: storm`` 104 -> 114, ``drift 1/3, 3%`` 134 -> 139 (false 12 ->
-  16); Liger's CI history and ``../shared/liger`` unchanged.  A few contrasts come mostly from calm sittings and
-  say little of the shifted ones: on the grid of noise models (``bench/README.md``)
+  16); Liger's CI history and ``../shared/liger`` unchanged.  A few contrasts come
+  mostly from calm sittings and say little of the shifted ones: on the grid of noise models (``bench/README.md``)
   GPUs with 2-29 contrasts, fitted at 0.15-0.5% against a true 3% in shifted
   sittings, raised the false findings of 13 of 17 models, 71 -> 169 in all
   (``1 baseline``: 3 -> 20 of 560); on Liger's CI history the H200's 12 contrasts
@@ -67,6 +67,7 @@ centre of the next (prior sd of ``ln s``: 1.0 at the top, 0.5 below):
     workload: prior -> (gpu, metric, sampling) -> + kernel -> + provider
     sitting:  prior -> (gpu, metric)           -> + kernel
     contrast: prior -> (gpu, metric)           -> + kernel   (the sitting's prior)
+    local:    prior -> (gpu, metric)           -> + kernel   (the sitting's prior)
 
 The tails (``nu``) and the share of real changes are fitted at the top level (with at
 least 40 samples; else the prior tails of :data:`PRIOR_TAIL`) and inherited.  The prior (:data:`PRIOR`) is fitted on the baselines' sitting pairs of
@@ -319,8 +320,11 @@ def with_contrast(frame: pl.DataFrame, calibration: Calibration) -> pl.DataFrame
     """``contrast_sigma``: a provider's own part of its sitting offset (the ``contrast``
     rows, times the sitting factor), the sigma a control-adjusted change carries per
     provider; where the GPU has fewer than :data:`MIN_CONTRASTS` contrasts (none where no
-    two providers share a sitting), the whole ``sitting_sigma`` (conservative: it holds
-    the machine's move too).  ``frame`` carries the columns of :func:`sigmas`."""
+    two providers share a sitting), the ``local`` rows times the sitting factor, never
+    above ``sitting_sigma``, where the GPU has :data:`MIN_CONTRASTS` local samples (the
+    machine's move of each release step removed, :func:`kiana.stats.nullsamples.local_samples`);
+    else the whole ``sitting_sigma`` (conservative: it holds the machine's move too).
+    ``frame`` carries the columns of :func:`sigmas`."""
     frame = attach_scales(frame, calibration, component="contrast")
     frame = attach_scales(frame, calibration, component="local")
     for component in ("contrast", "local"):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from kiana.stats.states import GROUP, GROUP_SEPARATOR
+
 #: Steps a one-workload series needs before its own history is calibration evidence.
 MIN_HISTORY = 4
 
@@ -74,37 +76,56 @@ def workload_samples(steps: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([pairs, alone], how="vertical_relaxed")
 
 
+#: The keys of one provider's sweep of a step within its sitting group.
+SITTING: tuple[str, ...] = (
+    "_group",
+    "kernel",
+    "pass",
+    "gpu",
+    "metric",
+    "from_session",
+    "to_session",
+)
+
+
+def _usable(steps: pl.DataFrame) -> pl.DataFrame:
+    """The steps a sitting sample may read (a log ratio, the benchmark unchanged), with
+    ``_q2``: the known variance of one step (measured sides and workload component)."""
+    q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
+    return steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed")).select(
+        *SITTING, "partition_id", "provider", "is_subject", "aa", "log_ratio", q2.alias("_q2")
+    )
+
+
+def _means(frame: pl.DataFrame, *keys: str) -> pl.DataFrame:
+    """Each sweep's mean log ratio ``x`` and its known variance ``q2`` (per sweep of
+    :data:`SITTING`, ``provider`` and ``keys``)."""
+    return frame.group_by(*SITTING, "provider", *keys, maintain_order=True).agg(
+        pl.col("log_ratio").mean().alias("x"),
+        (pl.col("_q2").sum() / pl.len().pow(2)).alias("q2"),
+    )
+
+
 def sitting_samples(steps: pl.DataFrame) -> pl.DataFrame:
     """Baseline sweep means, baseline-pair differences and A/A sweep means, each ``c =
     1`` (see :mod:`kiana.stats.calibration`; A/A never a change): nothing of the subject's.  ``steps`` carry
     ``_group`` and ``workload_var`` (the workload component's variance, which enters
     each mean's known part)."""
-    sitting = ["_group", "kernel", "pass", "gpu", "metric", "from_session", "to_session"]
-    q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
-    base = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
-    base = base.select(
-        *sitting, "partition_id", "provider", "is_subject", "aa", "log_ratio", q2.alias("_q2")
-    )
+    base = _usable(steps)
     baselines = base.filter(~pl.col("is_subject") & ~pl.col("aa"))
     pairs = baselines.join(
-        baselines, on=[*sitting, "partition_id"], suffix="_b", maintain_order="left_right"
+        baselines, on=[*SITTING, "partition_id"], suffix="_b", maintain_order="left_right"
     ).filter(pl.col("provider") < pl.col("provider_b"))
-    between = pairs.group_by(*sitting, "provider", "provider_b", maintain_order=True).agg(
+    between = pairs.group_by(*SITTING, "provider", "provider_b", maintain_order=True).agg(
         (pl.col("log_ratio") - pl.col("log_ratio_b")).mean().alias("x"),
         ((pl.col("_q2") + pl.col("_q2_b")).sum() / pl.len().pow(2)).alias("q2"),
     )
 
-    def means(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.group_by(*sitting, "provider", maintain_order=True).agg(
-            pl.col("log_ratio").mean().alias("x"),
-            (pl.col("_q2").sum() / pl.len().pow(2)).alias("q2"),
-        )
-
     columns = ["_group", "gpu", "metric", "kernel", "x", "q2", "c", "may_change"]
     parts = [
         (between, 1.0, True),
-        (means(baselines), 1.0, True),
-        (means(base.filter(pl.col("aa"))), 1.0, False),
+        (_means(baselines), 1.0, True),
+        (_means(base.filter(pl.col("aa"))), 1.0, False),
     ]
     return pl.concat(
         [
@@ -125,16 +146,11 @@ def contrast_samples(steps: pl.DataFrame) -> pl.DataFrame:
     two providers' own offsets, ``c = 2`` (:mod:`kiana.stats.calibration`).  Baseline
     pairs may hold a baseline's own change (the alternative), A/A pairs never.
     ``steps`` carry ``_group`` and ``workload_var``."""
-    sitting = ["_group", "kernel", "pass", "gpu", "metric", "from_session", "to_session"]
-    q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
-    base = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed")).select(
-        *sitting, "partition_id", "provider", "is_subject", "aa", "log_ratio", q2.alias("_q2")
-    )
-    usable = base.filter(~pl.col("is_subject") | pl.col("aa"))
+    usable = _usable(steps).filter(~pl.col("is_subject") | pl.col("aa"))
     pairs = usable.join(
-        usable, on=[*sitting, "partition_id", "aa"], suffix="_b", maintain_order="left_right"
+        usable, on=[*SITTING, "partition_id", "aa"], suffix="_b", maintain_order="left_right"
     ).filter((pl.col("provider") < pl.col("provider_b")) & (pl.col("aa") | ~pl.col("is_subject_b")))
-    between = pairs.group_by(*sitting, "aa", "provider", "provider_b", maintain_order=True).agg(
+    between = pairs.group_by(*SITTING, "aa", "provider", "provider_b", maintain_order=True).agg(
         (pl.col("log_ratio") - pl.col("log_ratio_b")).mean().alias("x"),
         ((pl.col("_q2") + pl.col("_q2_b")).sum() / pl.len().pow(2)).alias("q2"),
     )
@@ -144,6 +160,9 @@ def contrast_samples(steps: pl.DataFrame) -> pl.DataFrame:
     )  # fmt: skip
 
 
+#: Where a release step's keys sit among the parts of a sitting group
+#: (:data:`kiana.stats.states.GROUP`).
+RELEASE_PARTS: tuple[int, ...] = tuple(GROUP.index(c) for c in ("gpu", "metric", "from_version", "to_version"))  # fmt: skip
 #: Baseline sweeps of other providers a GPU's release step needs before their median is
 #: taken for the machine's move in it (:func:`local_samples`).
 MIN_STEP_SWEEPS = 3
@@ -169,19 +188,11 @@ def local_samples(steps: pl.DataFrame) -> pl.DataFrame:
     towards more noise): it serves the adjusted changes of a GPU with too few contrasts
     to fit the provider's own part (:func:`kiana.stats.calibration.with_contrast`).
     ``steps`` carry ``_group`` and ``workload_var``."""
-    sitting = ["_group", "kernel", "pass", "gpu", "metric", "from_session", "to_session"]
-    q2 = pl.col("from_measured").pow(2) + pl.col("to_measured").pow(2) + pl.col("workload_var")
-    base = steps.filter(pl.col("log_ratio").is_not_null() & ~pl.col("benchmark_changed"))
-    base = base.filter(~pl.col("is_subject") | pl.col("aa")).select(
-        *sitting, "provider", "aa", "log_ratio", q2.alias("_q2")
-    )
-    means = base.group_by(*sitting, "provider", "aa", maintain_order=True).agg(
-        pl.col("log_ratio").mean().alias("x"),
-        (pl.col("_q2").sum() / pl.len().pow(2)).alias("q2"),
-    )
+    means = _means(_usable(steps).filter(~pl.col("is_subject") | pl.col("aa")), "aa")
     # The release step: the sitting group's GPU, metric and versions (its kernel, origins
     # and days left out; :func:`kiana.stats.states.group_key`).
-    release = pl.col("_group").str.split("\x1f").list.gather([0, 1, 3, 4]).list.join("\x1f")
+    parts = pl.col("_group").str.split(GROUP_SEPARATOR)
+    release = parts.list.gather(list(RELEASE_PARTS)).list.join(GROUP_SEPARATOR)
     keyed = means.with_columns(release.alias("_release"))
     sources = keyed.filter(~pl.col("aa")).select("_release", pl.col("provider").alias("_other"),
                                                  pl.col("x").alias("_x"))  # fmt: skip

@@ -56,6 +56,8 @@ SittingLikelihood = Callable[[float], np.ndarray]
 #: The columns of a sitting group.
 GROUP: tuple[str, ...] = ("gpu", "metric", "kernel", "from_version", "to_version", "from_origin",
                           "to_origin", "_from_day", "_to_day")  # fmt: skip
+#: What joins the parts of a sitting group's key (:func:`group_key`).
+GROUP_SEPARATOR = "\x1f"
 
 
 def group_key(frame: pl.DataFrame) -> pl.DataFrame:
@@ -73,7 +75,9 @@ def group_key(frame: pl.DataFrame) -> pl.DataFrame:
         )
     ]
     days = [pl.col("from_session").str.slice(0, 10), pl.col("to_session").str.slice(0, 10)]
-    return frame.with_columns(pl.concat_str([*parts, *days], separator="\x1f").alias("_group"))
+    return frame.with_columns(
+        pl.concat_str([*parts, *days], separator=GROUP_SEPARATOR).alias("_group")
+    )
 
 
 def factor_loglik(samples: pl.DataFrame, groups: pl.Series, exponent: float = 1.0) -> np.ndarray:
