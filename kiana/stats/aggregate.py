@@ -67,11 +67,16 @@ def _moves(basis: str, y: pl.Expr, q2: pl.Expr) -> list[pl.Expr]:
 
 
 def _lone_columns() -> list[pl.Expr]:
-    """The lone workloads of the most-moved direction."""
+    """The lone workloads of the direction of the one farthest off the rest of its sweep
+    (its deviation's z)."""
     marked = pl.col("_lone")
     y = pl.when(pl.col("_noisy_control")).then(pl.col("log_ratio")).otherwise(pl.col("_y"))
-    top = y.filter(marked).abs().max()
-    pick = marked & (y.abs() == top)
+    # The workload farthest off the rest of its sweep, in its deviation's standard errors:
+    # the rest's mean holds every other lone workload, so one far workload drags each of
+    # its siblings the other way, and the largest change can be such a sibling's.
+    z = (pl.col("_dev") / pl.col("_dev_se")).abs()
+    top = z.filter(marked).max()
+    pick = marked & (z == top)
     direction = y.filter(pick).first() > 0
     same = marked & ((y > 0) == direction)
     # A lone workload is a minority of its sweep: at most max(1, (k - 1) // 2) of the k
@@ -206,6 +211,11 @@ def _lone_marks(frame: pl.DataFrame, options: JudgeOptions) -> pl.DataFrame:
     own = lone_beyond(pl.col("log_ratio"), own_dev, own_se, pl.col("_own_k"), sep, threshold)
     adjusted = lone_beyond(pl.col("_y"), pl.col("_adj_dev"), pl.col("_adj_se"),
                            pl.col("_adj_k"), sep, threshold)  # fmt: skip
+    # And it left the rest: it moved against its control at least as far as the rest of
+    # its sweep did (|y| >= |y - dev|).  A workload that stayed while the rest moved is
+    # far off the rest too, and the other way.  Tested on the adjusted basis only: on
+    # the own step the machine's common move is in the rest's mean.
+    adjusted = adjusted & (pl.col("_y").abs() >= (pl.col("_y") - pl.col("_adj_dev")).abs())
     against_control = adjusted & (~pl.col("_has_adj") | own)
     frame = frame.with_columns(
         against_control.alias("_against_control"),

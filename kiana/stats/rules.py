@@ -46,7 +46,11 @@ other.  In order:
                     control is too noisy there to adjust by, the sitting calm and the
                     move at least ``resolution * threshold`` (9%)
                     (:mod:`kiana.stats.aggregate`); either way off the rest by at least
-                    that 9% (:func:`~kiana.stats.floors.lone_floor`)
+                    that 9% (:func:`~kiana.stats.floors.lone_floor`); against its
+                    control it moved at least as far as the rest did (it left them:
+                    one that stayed while they moved is far off them too); of several
+                    lone workloads the one farthest off the rest, in standard errors,
+                    gives the direction
 ``lone_small``      the ``lone`` rule's workload under its floor: ``inconclusive``
 ``gross``           no noise information, every workload moved ``gross_change`` (25%)
                     the same way: called on size alone
