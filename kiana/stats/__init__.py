@@ -343,6 +343,7 @@ def _decided(
         narrowed = _no_nan(_narrow(steps, len(cut) > 1))
         del steps
         parts.append(narrowed.drop(KEPT) if len(cut) > 1 else narrowed)
+        del narrowed  # the last batch's KEPT columns not held through restore
     if len(cut) == 1:
         return parts[0], _no_nan(found[0]), outliers[0]
     steps = restore(parts, judged, STEP_COLUMNS)
