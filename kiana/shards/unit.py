@@ -98,13 +98,16 @@ def judge_unit(
     # point) are not held through the change-point search (issue 41).
     aa, gpus, renamed = aa_steps(stage, points), gpu_rows(stage), stage.renames
     del stage
+    # Before the change-point search's series and states are made: the join's keys
+    # beside them were the B200 worker's peak of clone-long-1m (issue 41).
+    steps = with_pos(judgement.steps, points)
     values, noise, heads = cp_series(points)
     found: dict[int, creep.Found] = {}
     if options.changepoints:
         starts = [(s, 0) for s, v in enumerate(values) if v.size >= options.changepoint_min_points]
         found = creep.search(values, noise, starts, options)
     unit = Unit(
-        steps=with_pos(judgement.steps, points),
+        steps=steps,
         findings=judgement.findings,
         outliers=outlier_rows(judgement.quality, points),
         aa=aa,
