@@ -96,6 +96,15 @@ def restore(
 ) -> pl.DataFrame:
     """The batches' narrowed steps (each with :data:`ROW` and without :data:`KEPT`) put
     back in the order of the ``judged`` steps, :data:`KEPT` taken from them, as
-    ``columns``."""
-    rest = pl.concat(parts).sort(ROW).drop(ROW)
-    return judged.select(KEPT).hstack(rest.get_columns()).select(columns)
+    ``columns``.  ``parts`` is emptied: each column of the batches is let go once it is
+    put in order, so that the steps are held once and one column twice (a sort of the
+    batches' frames held two copies of every column: the B200 of ``clone-long-1m``'s
+    worker peaked there, issue 41)."""
+    names = [c for c in parts[0].columns if c != ROW]
+    pieces = {name: [part.get_column(name) for part in parts] for name in names}
+    rows = pl.concat([part.get_column(ROW) for part in parts], rechunk=False)
+    parts.clear()
+    order = rows.arg_sort()
+    del rows
+    rest = [pl.concat(pieces.pop(name), rechunk=False).gather(order) for name in names]
+    return judged.select(KEPT).hstack(rest).select(columns)

@@ -60,3 +60,26 @@ def test_the_judge_is_the_same_in_batches_of_kernels(
     assert_frame_equal(batched.findings, whole.findings)
     assert_frame_equal(batched.quality, whole.quality)
     assert batched.coverage == whole.coverage
+
+
+def test_sitting_states_are_the_same_in_batches_of_kernels(
+    runs: pl.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sitting groups' factors of a judge with a calibration, computed
+    ``JUDGE_CHUNK`` steps of whole kernels at a time: the same numbers, bit for bit, one
+    row per group."""
+    from kiana.stats import _stage, _state_factors, calibrate
+    from kiana.stats.states import group_key
+
+    steps = group_key(_stage(runs, JudgeOptions(), None).steps)
+    cal = calibrate(runs).frame
+    whole = _state_factors(steps, cal)
+    monkeypatch.setattr(kiana.stats, "FINDING_CHUNK", 10)
+    monkeypatch.setattr(kiana.stats.batches, "JUDGE_CHUNK", 10)
+    assert len(kiana.stats.batches.kernel_batches(steps, 10)) > 2
+    batched = _state_factors(steps, cal)
+    assert whole.height > 20
+    assert batched["_group"].is_unique().all()
+    assert_frame_equal(
+        batched.select(whole.columns).sort("_group"), whole.sort("_group"), check_exact=True
+    )
