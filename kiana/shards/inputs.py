@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 
 from kiana.shards.runs import plan, shard_runs, write_origins
-from kiana.shards.share import SHARD_SHARE, duckdb_share
+from kiana.shards.share import READ_SHARE, duckdb_share
 from kiana.stats import CodeChanges, Judgement, JudgeOptions, judge
 from kiana.stats.versions import check_baseline, version_table
 
@@ -29,8 +29,7 @@ def shard_inputs(
     """Each shard's runs (:func:`plan`; ``only``: of the GPUs named): in memory when
     there is one shard (of fewer than ``spill`` runs, when given), else written to a
     Parquet file under ``folder()`` for a worker process, one shard at a time (every
-    run's origin read once first, DuckDB's memory held low meanwhile: each shard read
-    under :data:`~kiana.shards.share.SHARD_SHARE`)."""
+    run's origin read once first, DuckDB's memory held low meanwhile)."""
     check_baseline_of(con, options)
     shards = plan(con, max_runs=max_runs, only=only)
     if only is not None and not shards:
@@ -42,7 +41,7 @@ def shard_inputs(
     with duckdb_share(con), tempfile.TemporaryDirectory(prefix="kiana-origins-") as scratch:
         named = None if only is None else sorted({g for shard in shards for g in shard.gpus})
         origins = write_origins(con, Path(scratch), named)
-        with duckdb_share(con, SHARD_SHARE):
+        with duckdb_share(con, READ_SHARE):
             for index, shard in enumerate(shards):
                 path = folder() / f"runs-{index:05d}.parquet"
                 runs = shard_runs(con, shard, origins=origins)

@@ -15,14 +15,8 @@ from kiana.shards.runs import DUCKDB_SHARE, memory_limit
 #: DuckDB's memory while the shards' runs are read, after every origin was written
 #: (a shard's rows stream out of DuckDB: its filter, the join with its origins).
 READ_SHARE = 384 << 20
-#: DuckDB's memory while the judge's shards are read for their workers
-#: (:func:`kiana.shards.inputs.shard_inputs`): a shard's rows stream out in Arrow
-#: batches, joined with its GPU's origins, and polars sorts them, so DuckDB needs little
-#: beyond the join; what it buffered up to :data:`READ_SHARE` stayed resident in the
-#: command beside the shard's runs (``kiana regressions --json --full`` on
-#: ``clone-long-1m``: the command's own peak 1.05 GB at the B200's read, 0.84 GB
-#: with this share, issue 41).
-SHARD_SHARE = 128 << 20
+#: (Not lower: under 128 MiB the 10M scale corpus's largest shard, a GPU of 752k runs,
+#: ran out of DuckDB memory while its runs were read, ``bench/README.md``, issue 41.)
 
 
 @contextlib.contextmanager
