@@ -33,10 +33,14 @@ pytestmark = [
 ]
 
 
-def _executed(tmp: Path, name: str) -> tuple[Path, int]:
-    """The notebook executed top to bottom and saved into ``tmp``, and its chart outputs."""
+def _executed(tmp: Path, name: str, data: Path) -> tuple[Path, int]:
+    """The notebook executed top to bottom, signed as trusted (the lab's notary, under
+    ``data``) and saved into ``tmp``, and its chart outputs.  Its user's own notebook is
+    trusted once they run it; JupyterLab 4.6.7 draws no Vega-Lite output of an untrusted
+    one (4.6.6 did: its text is shown instead)."""
     import nbclient
     import nbformat
+    from nbformat.sign import NotebookNotary
 
     notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
     client = nbclient.NotebookClient(
@@ -45,6 +49,7 @@ def _executed(tmp: Path, name: str) -> tuple[Path, int]:
     )  # fmt: skip
     client.execute()
     path = tmp / f"{name}.ipynb"
+    NotebookNotary(data_dir=str(data)).sign(notebook)
     nbformat.write(notebook, path)
     charts = sum(
         VEGALITE_MIME in output.get("data", {})
@@ -62,12 +67,14 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A JupyterLab server (no token, its own config and data folders) over a folder."""
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
+    """A JupyterLab server (no token, its own config and data folders) over a folder:
+    its URL, the folder, and its data folder (the notary's signatures)."""
     root = tmp_path_factory.mktemp("lab")
     home = tmp_path_factory.mktemp("jupyter")
     port = _free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_DATA_DIR": str(home / "data"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython")}  # fmt: skip
     server = subprocess.Popen(
         [str(Path(sys.executable).parent / "jupyter-lab"), "--no-browser", f"--port={port}",
@@ -87,7 +94,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
                 time.sleep(0.5)
         else:
             pytest.fail("JupyterLab did not start in 60 s")
-        yield url, root
+        yield url, root, home / "data"
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -111,10 +118,10 @@ _DRAWN = f"""() => ({{
 
 @pytest.mark.parametrize("name", ["01-explore", "02-release-compare"])
 def test_saved_notebook_draws_its_charts_in_jupyterlab(
-    lab: tuple[str, Path], chromium: Any, name: str
+    lab: tuple[str, Path, Path], chromium: Any, name: str
 ) -> None:
-    url, root = lab
-    path, charts = _executed(root, name)
+    url, root, data = lab
+    path, charts = _executed(root, name, data)
     assert charts >= 1
     page = chromium.new_page(viewport={"width": 1400, "height": 4000})
     errors: list[str] = []
