@@ -68,7 +68,7 @@ import polars as pl
 
 from kiana.stats import batches, bridges, renames, restless, toolchain, unstable
 from kiana.stats.batches import KEPT, ROW, batch, gpu_wide, kernel_batches, restore
-from kiana.stats.calfit import READS, earliest, fit, state_factors
+from kiana.stats.calfit import earliest, fit, read_columns, state_factors
 from kiana.stats.calibration import Calibration, sigmas
 from kiana.stats.changepoints import changepoints as _changepoints
 from kiana.stats.changepoints import empty_changepoints
@@ -248,10 +248,9 @@ def _state_factors(steps: pl.DataFrame, cal: pl.DataFrame) -> pl.DataFrame:
     )
     if steps.height <= FINDING_CHUNK:
         return state_factors(steps, *priors)[0]
-    read = steps.select(c for c in steps.columns if c in READS)
-    columns = ("_group", "f2w", "f2s", "exponent")
+    read = read_columns(steps)
     parts = [
-        state_factors(batch(read, keys), *priors)[0].select(columns)
+        state_factors(batch(read, keys), *priors)[0]
         for keys in kernel_batches(read, batches.JUDGE_CHUNK)
     ]
     return pl.concat(parts)

@@ -127,7 +127,7 @@ READS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _read(steps: pl.DataFrame) -> pl.DataFrame:
+def read_columns(steps: pl.DataFrame) -> pl.DataFrame:
     """The :data:`READS` columns of ``steps``, in their order."""
     return steps.select(c for c in steps.columns if c in READS)
 
@@ -292,7 +292,7 @@ def state_factors(
     caller has them already, and then ``steps`` are in :func:`canonical` order already
     (:func:`fit` sorts them once for every round); without, they are sorted here: every
     sum over a group's samples is taken in that one order."""
-    steps = _read(steps)
+    steps = read_columns(steps)
     if samples is None:
         steps = canonical(steps)
     raw_ws = workload_samples(steps) if samples is None else samples
@@ -347,7 +347,7 @@ def fit(steps: pl.DataFrame) -> Calibration:
     :func:`kiana.stats.steps.pair_points` with ``is_subject``, ``aa`` and
     ``benchmark_changed`` marked), in :data:`ROUNDS` rounds: components given the
     states, states given the components."""
-    steps = canonical(_read(states.group_key(steps)))
+    steps = canonical(read_columns(states.group_key(steps)))
     f2: pl.DataFrame | None = None
     workload = sitting = contrast = pl.DataFrame(schema=CALIBRATION_SCHEMA)
     priors = pl.DataFrame()
