@@ -13,10 +13,10 @@ from kiana.load.database import restore_memory_limit
 from kiana.shards.runs import DUCKDB_SHARE, memory_limit
 
 #: DuckDB's memory while the shards' runs are read, after every origin was written
-#: (a shard's rows stream out of DuckDB: its filter, the join with its origins).
+#: (a shard's rows stream out of DuckDB: its filter, the join with its origins).  Not
+#: lower: under 128 MiB the 10M scale corpus's largest shard, a GPU of 752k runs, ran
+#: out of DuckDB memory while its runs were read (``bench/README.md``, issue 41).
 READ_SHARE = 384 << 20
-#: (Not lower: under 128 MiB the 10M scale corpus's largest shard, a GPU of 752k runs,
-#: ran out of DuckDB memory while its runs were read, ``bench/README.md``, issue 41.)
 
 
 @contextlib.contextmanager

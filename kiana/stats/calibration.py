@@ -54,8 +54,8 @@ heavy-tailed two-groups model of :mod:`kiana.stats.nullfit`:
   (``bench/README.md``): ``drift 1/3, 20%`` >= 10% found 130 -> 137 of 157 (false 7 ->
   12 of 1239), ``corner: storm`` 104 -> 114, ``drift 1/3, 3%`` 134 -> 139 (false 12 ->
   16); Liger's CI history and ``../shared/liger`` unchanged.  A few contrasts come
-  mostly from calm sittings and say little of the shifted ones: on the grid of noise models (``bench/README.md``)
-  GPUs with 2-29 contrasts, fitted at 0.15-0.5% against a true 3% in shifted
+  mostly from calm sittings and say little of the shifted ones: on the grid of noise
+  models (``bench/README.md``) GPUs with 2-29 contrasts, fitted at 0.15-0.5% against a true 3% in shifted
   sittings, raised the false findings of 13 of 17 models, 71 -> 169 in all
   (``1 baseline``: 3 -> 20 of 560); on Liger's CI history the H200's 12 contrasts
   gave 0.16%, and geglu forward an improvement of -7.9% +- 0.4%.
